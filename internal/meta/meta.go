@@ -1,0 +1,121 @@
+// Package meta is samsa's cluster metadata model: brokers, topics with their
+// replica assignments and configuration overrides, and the state of every
+// partition (leader, leader epoch, ISR). Values are stored in etcd as JSON by
+// internal/coord; this package only defines them and their encoding.
+//
+// Terms are Kafka's (see docs/GLOSSARY.md). A single-node samsa is a cluster of
+// one: its partitions have a leader (that broker), a leader epoch and an ISR of
+// one, stored exactly as they would be in a larger cluster.
+package meta
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// NoLeader is the leader id of a partition that has no leader (offline).
+const NoLeader int32 = -1
+
+// Broker is one broker's registration: how clients reach it and where it runs.
+type Broker struct {
+	ID   int32  `json:"id"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	// Rack is the broker.rack setting; empty when unset.
+	Rack string `json:"rack,omitempty"`
+	// StartedUnixMs is when the registering process started; it tells a
+	// restarted broker apart from its previous incarnation.
+	StartedUnixMs int64 `json:"started_unix_ms"`
+}
+
+// TopicID is a topic's 16-byte UUID (Kafka's topic id, KIP-516).
+type TopicID [16]byte
+
+// NewTopicID returns a random version-4 UUID.
+func NewTopicID() TopicID {
+	var id TopicID
+	if _, err := rand.Read(id[:]); err != nil {
+		panic(fmt.Sprintf("meta: crypto/rand: %v", err))
+	}
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// String renders the id the way Kafka tools print it: URL-safe base64
+// without padding.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// IsZero reports whether the id is all zero (Kafka's "no topic id").
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// Topic is a topic's definition: its id, the replica assignment of every
+// partition (index = partition number; the first replica is the preferred
+// leader) and its configuration overrides (Kafka names, string values).
+type Topic struct {
+	Name       string            `json:"name"`
+	ID         TopicID           `json:"id"`
+	Partitions [][]int32         `json:"partitions"`
+	Configs    map[string]string `json:"configs,omitempty"`
+}
+
+// Clone returns a deep copy of t.
+func (t Topic) Clone() Topic {
+	c := t
+	c.Partitions = make([][]int32, len(t.Partitions))
+	for i, r := range t.Partitions {
+		c.Partitions[i] = slices.Clone(r)
+	}
+	if t.Configs != nil {
+		c.Configs = make(map[string]string, len(t.Configs))
+		for k, v := range t.Configs {
+			c.Configs[k] = v
+		}
+	}
+	return c
+}
+
+// PartitionState is the replication state of one partition. The controller
+// writes it on elections and the leader writes it on ISR changes, always by
+// compare-and-swap on the etcd key's revision.
+type PartitionState struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	// Leader is the broker id of the leader, or NoLeader.
+	Leader int32 `json:"leader"`
+	// LeaderEpoch is bumped by every leader election.
+	LeaderEpoch int32 `json:"leader_epoch"`
+	// ISR is the in-sync replica set; the leader is always a member.
+	ISR []int32 `json:"isr"`
+	// PartitionEpoch is bumped by every change of this state (elections and
+	// ISR changes alike), like Kafka's partition epoch (KIP-380/KIP-841).
+	PartitionEpoch int32 `json:"partition_epoch"`
+	// ControllerEpoch is the epoch of the controller that last elected a
+	// leader for this partition.
+	ControllerEpoch int64 `json:"controller_epoch"`
+}
+
+// Clone returns a deep copy of s.
+func (s PartitionState) Clone() PartitionState {
+	c := s
+	c.ISR = slices.Clone(s.ISR)
+	return c
+}
+
+// Encode returns the JSON encoding of v (Broker, Topic or PartitionState).
+func Encode(v any) ([]byte, error) { return json.Marshal(v) }
+
+// ErrCorrupt reports a stored value that does not decode.
+var ErrCorrupt = errors.New("meta: corrupt value")
+
+// Decode decodes JSON produced by Encode into v.
+func Decode(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return nil
+}

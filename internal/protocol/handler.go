@@ -1,0 +1,68 @@
+package protocol
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request is one decoded client request.
+type Request struct {
+	// Key and Version are the API key and version from the request header.
+	Key     int16
+	Version int16
+	// CorrelationID is echoed in the response header.
+	CorrelationID int32
+	// ClientID is the header's nullable client id.
+	ClientID *string
+	// Body is the decoded request; Body.GetVersion() == Version.
+	Body kmsg.Request
+	// Conn describes the connection the request arrived on.
+	Conn *ConnInfo
+}
+
+// ConnInfo describes one client connection.
+type ConnInfo struct {
+	// ID is unique among the server's connections for its lifetime.
+	ID     uint64
+	Remote net.Addr
+	Local  net.Addr
+}
+
+// Response is a handler's answer to one request.
+//
+// Exactly one of Body and Later is set, unless NoResponse is true. Later is
+// for requests that must wait (acks=all produce, long-poll fetch, group
+// joins): it is called on the connection's write goroutine, in request order,
+// and may block; it must return when its context (the one passed to Handle)
+// is done.
+type Response struct {
+	Body  kmsg.Response
+	Later func() kmsg.Response
+	// NoResponse sends nothing back (Produce with acks=0). Later, if set, is
+	// still called, in order, and its result dropped.
+	NoResponse bool
+	// Close closes the connection once the responses before this one (and
+	// this one's, if any) have been written, as Kafka does after an acks=0
+	// produce fails.
+	Close bool
+}
+
+// Handler processes decoded requests.
+//
+// Handle is called on the connection's read goroutine, one request at a time
+// in arrival order, so the side effects of the requests of one connection
+// happen in that order (Kafka guarantees clients this: an idempotent
+// producer's pipelined batches are appended in the order sent). Handle must
+// not block for long; waiting belongs in Response.Later. The context is
+// cancelled when the connection closes or the server stops.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) Response
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) Response
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) Response { return f(ctx, req) }
