@@ -50,6 +50,17 @@ func NewTopicID() TopicID {
 // without padding.
 func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
 
+// ParseTopicID parses the form String returns.
+func ParseTopicID(s string) (TopicID, error) {
+	var id TopicID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("%w: topic id %q", ErrCorrupt, s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
 // IsZero reports whether the id is all zero (Kafka's "no topic id").
 func (id TopicID) IsZero() bool { return id == TopicID{} }
 
