@@ -1,0 +1,256 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// segmentView is a segment as a reader saw it under mu: its bytes up to end
+// stay unchanged while the reader holds segMu for reading.
+type segmentView struct {
+	seg *segment
+	end int64
+}
+
+// segmentIndexLocked returns the index of the segment holding offset: the
+// last one whose base offset is <= offset (0 if none).
+func (l *Log) segmentIndexLocked(offset int64) int {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > offset }) - 1
+	return max(i, 0)
+}
+
+// Read returns whole batches, starting with the batch that contains offset
+// and stopping before the first batch whose last offset is >= maxOffset
+// (the caller passes the high watermark or the LEO), at most maxBytes of
+// them, except that with minOne the first batch is returned even if it
+// alone is larger (KIP-74). The result spans segments as needed and is a
+// fresh copy the caller owns; it is empty (nil) when offset is the LEO or
+// no batch qualifies. offset below the log start offset or above the LEO is
+// ErrOffsetOutOfRange.
+//
+// Read holds the append lock only to look up where to start; the file
+// reads run concurrently with appends.
+func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) ([]byte, error) {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	leo := l.leoLocked()
+	if offset < l.startOffset || offset > leo {
+		start := l.startOffset
+		l.mu.Unlock()
+		return nil, fmt.Errorf("%w: offset %d, log has [%d, %d)", ErrOffsetOutOfRange, offset, start, leo)
+	}
+	if offset == leo || offset >= maxOffset || maxBytes <= 0 && !minOne {
+		l.mu.Unlock()
+		return nil, nil
+	}
+	i := l.segmentIndexLocked(offset)
+	pos := l.segments[i].lookup(offset)
+	// Views of the segments the read may touch: enough bytes for maxBytes.
+	var views []segmentView
+	avail := int64(0)
+	for _, s := range l.segments[i:] {
+		views = append(views, segmentView{seg: s, end: s.size})
+		avail += s.size
+		if avail-pos >= int64(maxBytes) {
+			break
+		}
+	}
+	l.mu.Unlock()
+
+	// Skip to the batch containing offset.
+	first := views[0]
+	pos, err := skipToOffset(first.seg.logFile, pos, first.end, offset)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for vi, v := range views {
+		if vi > 0 {
+			pos = 0
+		}
+		if pos >= v.end {
+			continue
+		}
+		var stop bool
+		out, stop, err = readBatches(out, v, pos, maxOffset, maxBytes, minOne)
+		if err != nil || stop {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// skipToOffset returns the position of the first batch in [pos, end) whose
+// last offset is >= offset (end if none), reading with a pooled buffer.
+func skipToOffset(f File, pos, end, offset int64) (int64, error) {
+	bufp := scanBufPool.Get().(*[]byte)
+	defer scanBufPool.Put(bufp)
+	// Modest chunks: the batch sought is usually within an index interval
+	// of pos.
+	sc := newBatchScanner(f, pos, end, false, (*bufp)[:0])
+	for sc.next() {
+		if sc.h.LastOffset() >= offset {
+			return sc.batchPos, nil
+		}
+	}
+	if sc.err != nil {
+		return 0, sc.err
+	}
+	if sc.corrupt != nil {
+		return 0, sc.corrupt
+	}
+	return end, nil
+}
+
+// readBatches appends to out the batches of view v from pos on that fit the
+// limits, reading the file straight into out. stop reports that a limit
+// was reached (more batches exist but must not be returned).
+func readBatches(out []byte, v segmentView, pos, maxOffset int64, maxBytes int, minOne bool) ([]byte, bool, error) {
+	room := int64(maxBytes - len(out))
+	if len(out) == 0 && minOne {
+		room = max(room, BatchHeaderSize)
+	}
+	if room < BatchHeaderSize {
+		return out, true, nil
+	}
+	want := min(room, v.end-pos)
+	base := len(out)
+	out = grow(out, int(want))
+	if _, err := v.seg.logFile.ReadAt(out[base:], pos); err != nil {
+		return out[:base], false, fmt.Errorf("log: read segment %d: %w", v.seg.baseOffset, err)
+	}
+	// Keep the whole batches below maxOffset.
+	keep := base
+	for keep < len(out) {
+		if len(out)-keep < BatchHeaderSize {
+			if int64(len(out)-base) == v.end-pos {
+				return out[:base], false, fmt.Errorf("%w: segment %d ends inside a batch header", ErrCorruptBatch, v.seg.baseOffset)
+			}
+			return out[:keep], true, nil // the next batch does not fit
+		}
+		h, err := ParseBatchHeader(out[keep:])
+		tooLong := errors.Is(err, ErrBatchTooLong)
+		if err != nil && !tooLong {
+			return out[:base], false, fmt.Errorf("%w: segment %d position %d: %w", ErrCorruptBatch, v.seg.baseOffset, pos+int64(keep-base), err)
+		}
+		if h.LastOffset() >= maxOffset {
+			return out[:keep], true, nil
+		}
+		if tooLong {
+			if keep > 0 || !minOne {
+				return out[:keep], true, nil
+			}
+			// KIP-74: the first batch goes out whole even past maxBytes.
+			size := int64(h.Size())
+			if pos+size > v.end {
+				return out[:0], false, fmt.Errorf("%w: segment %d position %d: batch past end", ErrCorruptBatch, v.seg.baseOffset, pos)
+			}
+			out = grow(out[:keep], h.Size())
+			if _, err := v.seg.logFile.ReadAt(out, pos); err != nil {
+				return nil, false, fmt.Errorf("log: read segment %d: %w", v.seg.baseOffset, err)
+			}
+			return out, true, nil
+		}
+		keep += h.Size()
+	}
+	// The whole region was read: continue into the next segment unless full.
+	return out, want < v.end-pos, nil
+}
+
+// grow extends b by n bytes.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), len(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+// BatchAtTimestamp returns a copy of the first batch (at or above the log
+// start offset) whose max timestamp is >= ts, for ListOffsets by timestamp;
+// the caller finds the exact record. ok is false when there is none.
+func (l *Log) BatchAtTimestamp(ts int64) (batch []byte, ok bool, err error) {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+
+	l.mu.Lock()
+	if err := l.usableLocked(); err != nil {
+		l.mu.Unlock()
+		return nil, false, err
+	}
+	type candidate struct {
+		v   segmentView
+		pos int64
+	}
+	var candidates []candidate
+	start := l.startOffset
+	for _, s := range l.segments[l.segmentIndexLocked(start):] {
+		if s.maxTimestamp >= ts {
+			candidates = append(candidates, candidate{segmentView{s, s.size}, s.timeLookup(ts)})
+		}
+	}
+	l.mu.Unlock()
+
+	for _, c := range candidates {
+		sc := newBatchScanner(c.v.seg.logFile, c.pos, c.v.end, false, nil)
+		for sc.next() {
+			if sc.h.MaxTimestamp >= ts && sc.h.LastOffset() >= start {
+				return append([]byte(nil), sc.batch...), true, nil
+			}
+		}
+		if sc.err != nil {
+			return nil, false, sc.err
+		}
+		if sc.corrupt != nil {
+			return nil, false, sc.corrupt
+		}
+	}
+	return nil, false, nil
+}
+
+// MaxTimestamp returns the largest timestamp in the log and the offset of
+// its (first) record, for ListOffsets with timestamp -3 (KIP-734); (-1, -1)
+// if no batch has a timestamp. The offset is exact for uncompressed batches
+// and the batch's base offset for compressed ones.
+func (l *Log) MaxTimestamp() (ts int64, offset int64) {
+	l.segMu.RLock()
+	defer l.segMu.RUnlock()
+
+	l.mu.Lock()
+	if l.usableLocked() != nil {
+		l.mu.Unlock()
+		return -1, -1
+	}
+	var best *segment
+	for _, s := range l.segments {
+		if s.maxTimestamp >= 0 && (best == nil || s.maxTimestamp > best.maxTimestamp) {
+			best = s
+		}
+	}
+	if best == nil {
+		l.mu.Unlock()
+		return -1, -1
+	}
+	ts, base := best.maxTimestamp, best.maxTimestampBase
+	pos, end := best.lookup(base), best.size
+	l.mu.Unlock()
+
+	sc := newBatchScanner(best.logFile, pos, end, false, nil)
+	for sc.next() {
+		if sc.h.BaseOffset == base {
+			return ts, offsetOfMaxTimestamp(sc.batch, &sc.h)
+		}
+	}
+	return ts, base
+}
