@@ -153,6 +153,7 @@ func forEachEnv(t *testing.T, body func(t *testing.T, env testEnv, cfg Config)) 
 		for _, segBytes := range segmentSizes {
 			name := [...]string{"osfs", "memfs"}[i]
 			t.Run(fmt.Sprintf("%s/segment=%d", name, segBytes), func(t *testing.T) {
+				t.Parallel() // OSFS subtests mostly wait for fsync
 				env := mk(t)
 				cfg := testConfig(env.fs, newFakeClock())
 				cfg.SegmentBytes = segBytes

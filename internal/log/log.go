@@ -352,8 +352,8 @@ func (l *Log) rollLocked(reason string) error {
 	if err != nil {
 		return err // nothing was written; the log stays usable
 	}
+	// The new files are empty: only their directory entries need a sync.
 	l.segments = append(l.segments, s)
-	s.logDirty, s.indexDirty = true, true
 	l.dirDirty, l.checkpointDue = true, true
 	l.pendingSnaps = append(l.pendingSnaps, pendingSnapshot{offset: base, data: l.producers.encode()})
 	l.logger().Debug("log: rolled segment", "dir", l.dir, "base", base, "reason", reason)

@@ -41,6 +41,10 @@ type MemFS struct {
 	// Pending injected failures; the suffix selects the files they hit.
 	writeErr, syncErr             error
 	writeErrSuffix, syncErrSuffix string
+	// syncHook, if set, runs before each file Sync, outside the lock (tests
+	// block it to hold a sync in progress); syncs counts file Syncs.
+	syncHook func(name string)
+	syncs    map[string]int
 }
 
 // memNode is one file's contents (an inode: renames keep the node).
@@ -80,6 +84,28 @@ func (m *MemFS) FailNextSync(suffix string, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.syncErr, m.syncErrSuffix = err, suffix
+}
+
+// SetSyncHook installs a function called before every file Sync (nil
+// removes it). Call it while no other goroutine uses the MemFS.
+func (m *MemFS) SetSyncHook(hook func(name string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.syncHook = hook
+}
+
+// Syncs returns how many times files whose names end in suffix were
+// synced successfully.
+func (m *MemFS) Syncs(suffix string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for name, c := range m.syncs {
+		if strings.HasSuffix(name, suffix) {
+			n += c
+		}
+	}
+	return n
 }
 
 // Crash simulates a power loss: everything not made durable is dropped, with
@@ -330,6 +356,12 @@ func (f *memFile) Write(p []byte) (int, error) {
 
 func (f *memFile) Sync() error {
 	f.fs.mu.Lock()
+	hook := f.fs.syncHook
+	f.fs.mu.Unlock()
+	if hook != nil {
+		hook(f.name)
+	}
+	f.fs.mu.Lock()
 	defer f.fs.mu.Unlock()
 	if err := f.checkLocked("sync"); err != nil {
 		return err
@@ -338,6 +370,10 @@ func (f *memFile) Sync() error {
 		return fmt.Errorf("memfs: sync %s: %w", f.name, err)
 	}
 	f.node.syncedLen, f.node.syncedCopy = len(f.node.data), nil
+	if f.fs.syncs == nil {
+		f.fs.syncs = map[string]int{}
+	}
+	f.fs.syncs[f.name]++
 	return nil
 }
 

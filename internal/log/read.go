@@ -52,16 +52,7 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) ([]byte, 
 	}
 	i := l.segmentIndexLocked(offset)
 	pos := l.segments[i].lookup(offset)
-	// Views of the segments the read may touch: enough bytes for maxBytes.
-	var views []segmentView
-	avail := int64(0)
-	for _, s := range l.segments[i:] {
-		views = append(views, segmentView{seg: s, end: s.size})
-		avail += s.size
-		if avail-pos >= int64(maxBytes) {
-			break
-		}
-	}
+	views := l.viewsLocked(i, int64(maxBytes)+pos)
 	l.mu.Unlock()
 
 	// Skip to the batch containing offset.
@@ -71,23 +62,49 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) ([]byte, 
 		return nil, err
 	}
 	var out []byte
-	for vi, v := range views {
+	for vi := 0; vi < len(views); vi++ {
+		v := views[vi]
 		if vi > 0 {
 			pos = 0
 		}
-		if pos >= v.end {
-			continue
+		if pos < v.end {
+			var stop bool
+			if out, stop, err = readBatches(out, v, pos, maxOffset, maxBytes, minOne); err != nil {
+				return nil, err
+			}
+			if stop {
+				break
+			}
 		}
-		var stop bool
-		out, stop, err = readBatches(out, v, pos, maxOffset, maxBytes, minOne)
-		if err != nil || stop {
+		if vi == len(views)-1 {
+			// Room is left: look at the segments after the last one seen.
+			// (Unless the last one grew meanwhile: its new bytes come first,
+			// and the next Read gets them.)
+			l.mu.Lock()
+			next := len(l.segments)
+			if v.seg.size == v.end {
+				next = sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > v.seg.baseOffset })
+			}
+			if next < len(l.segments) {
+				views = append(views, l.viewsLocked(next, int64(maxBytes-len(out)))...)
+			}
+			l.mu.Unlock()
+		}
+	}
+	return out, nil
+}
+
+// viewsLocked returns views of segments[i:], enough to hold budget bytes.
+func (l *Log) viewsLocked(i int, budget int64) []segmentView {
+	var views []segmentView
+	avail := int64(0)
+	for _, s := range l.segments[i:] {
+		views = append(views, segmentView{seg: s, end: s.size})
+		if avail += s.size; avail >= budget {
 			break
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return views
 }
 
 // skipToOffset returns the position of the first batch in [pos, end) whose

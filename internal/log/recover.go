@@ -105,12 +105,14 @@ func (l *Log) recoverLocked() error {
 		return err
 	}
 	if len(l.segments) == 0 {
+		// A new log (or one whose every segment was invalid).
 		s, err := createSegment(l.fs, l.dir, startOffset, now)
 		if err != nil {
 			return err
 		}
 		l.segments = []*segment{s}
 		l.dirDirty = true
+		clean = len(bases) == 0
 	}
 	leo := l.leoLocked()
 	l.startOffset = max(startOffset, l.segments[0].baseOffset)
@@ -155,6 +157,11 @@ func (l *Log) recoverLocked() error {
 
 	if clean {
 		l.recoveryPoint = leo
+		if l.dirDirty {
+			// A new log: make its first segment's files exist.
+			l.dirDirty = false
+			return l.fs.SyncDir(l.dir)
+		}
 		return nil
 	}
 	// Make the recovered state durable and record it, so the next open
@@ -269,7 +276,6 @@ func (l *Log) resetLocked(offset int64) error {
 	if err != nil {
 		return err
 	}
-	s.logDirty, s.indexDirty = true, true
 	l.segments = []*segment{s}
 	l.startOffset, l.recoveryPoint = offset, offset
 	l.epochs, l.epochsDirty = nil, true

@@ -31,7 +31,19 @@ func (l *Log) Truncate(offset int64) error {
 		l.mu.Unlock()
 		return l.truncateFullyLocked(offset)
 	}
+	// The batch holding offset goes whole; if it also holds the start
+	// offset, nothing visible stays and the log restarts at its start.
+	// (The bytes below the LEO cannot change under us: flushMu keeps other
+	// truncations and retention out.)
+	_, newLEO, err := l.segments[l.segmentIndexLocked(offset)].findTruncationPoint(offset)
+	start := l.startOffset
 	l.mu.Unlock()
+	if err != nil {
+		return l.fail(err)
+	}
+	if newLEO <= start {
+		return l.truncateFullyLocked(start)
+	}
 
 	// Lower the recovery point on disk first: if the machine crashes
 	// halfway through, recovery then re-verifies everything from here,
