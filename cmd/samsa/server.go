@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/samsa-io/samsa/internal/broker"
+)
+
+func init() { extraCommands = append(extraCommands, newServerCmd) }
+
+// serverOptions are `samsa server`'s flags. Every broker setting can also be
+// given by its Kafka name in a server.properties file (--config) or with
+// --override name=value; flags win over the file, --override over both.
+type serverOptions struct {
+	configFile          string
+	overrides           []string
+	nodeID              int32
+	listeners           string
+	advertisedListeners string
+	dataDir             string
+	metadataEndpoints   string
+	logLevel            string
+}
+
+func newServerCmd() *cobra.Command {
+	o := &serverOptions{}
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run a samsa broker",
+		Long: "Run a samsa broker. With no flags: a ready single-node cluster on\n" +
+			"localhost:9092 with an embedded etcd and its data in ./samsa-data.\n" +
+			"SIGINT or SIGTERM shuts it down cleanly (logs flushed and closed).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := o.config(cmd)
+			if err != nil {
+				return err
+			}
+			return broker.Run(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.configFile, "config", "", "server.properties file with Kafka-named settings")
+	f.StringArrayVar(&o.overrides, "override", nil, "a setting as name=value (repeatable), e.g. --override num.partitions=3")
+	f.Int32Var(&o.nodeID, "node-id", 1, "node.id of this broker")
+	f.StringVar(&o.listeners, "listeners", "PLAINTEXT://localhost:9092", "listeners")
+	f.StringVar(&o.advertisedListeners, "advertised-listeners", "", "advertised.listeners (default: the listener)")
+	f.StringVar(&o.dataDir, "data-dir", "samsa-data", "log.dirs: partition logs and the embedded etcd's data")
+	f.StringVar(&o.metadataEndpoints, "metadata-endpoints", "", "external etcd client URLs (comma-separated); empty: embedded etcd")
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	return cmd
+}
+
+// config builds the broker configuration: defaults, then the file, then
+// explicitly set flags, then overrides.
+func (o *serverOptions) config(cmd *cobra.Command) (broker.Config, error) {
+	cfg := broker.DefaultConfig()
+	if o.configFile != "" {
+		if err := cfg.LoadPropertiesFile(o.configFile); err != nil {
+			return cfg, fmt.Errorf("%s: %w", o.configFile, err)
+		}
+	}
+	flagSettings := []struct{ flag, key, value string }{
+		{"node-id", "node.id", strconv.Itoa(int(o.nodeID))},
+		{"listeners", "listeners", o.listeners},
+		{"advertised-listeners", "advertised.listeners", o.advertisedListeners},
+		{"data-dir", "log.dirs", o.dataDir},
+		{"metadata-endpoints", "metadata.etcd.endpoints", o.metadataEndpoints},
+	}
+	for _, s := range flagSettings {
+		if cmd.Flags().Changed(s.flag) {
+			if err := cfg.Set(s.key, s.value); err != nil {
+				return cfg, err
+			}
+		}
+	}
+	for _, kv := range o.overrides {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return cfg, fmt.Errorf("--override %q: want name=value", kv)
+		}
+		if err := cfg.Set(strings.TrimSpace(k), v); err != nil {
+			return cfg, err
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return cfg, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return cfg, nil
+}

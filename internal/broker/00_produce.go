@@ -1,0 +1,147 @@
+package broker
+
+// Produce (key 0), versions 3–9 (flexible from v9).
+//
+// Per partition: the batches are validated once (records.Validate: CRC,
+// lengths, counts, timestamps, decompression capped), appended as they came
+// with offsets and the leader epoch patched in, and acknowledged:
+//   - acks=0: no response; the connection is closed if any partition failed,
+//     as Kafka does, since the client cannot otherwise learn of the error.
+//   - acks=1: once the leader's log has the batch durably (fsync'd with group
+//     commit when flush.messages=1; at once in page-cache mode).
+//   - acks=-1: once the high watermark passes the batch.
+// The wait is bounded by the request's TimeoutMillis (REQUEST_TIMED_OUT).
+// A duplicate from an idempotent producer is answered with the offsets the
+// original batch got. Each partition fails or succeeds on its own.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	klog "github.com/samsa-io/samsa/internal/log"
+	"github.com/samsa-io/samsa/internal/protocol"
+	"github.com/samsa-io/samsa/internal/records"
+)
+
+// appended is one partition's append awaiting its acknowledgement.
+type appended struct {
+	part *localPartition
+	resp *kmsg.ProduceResponseTopicPartition
+	end  int64 // offset after the appended batches
+}
+
+func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+
+	reqErr := int16(0)
+	switch {
+	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
+		reqErr = kerr.InvalidRequiredAcks.Code
+	case r.TransactionID != nil:
+		reqErr = kerr.TransactionalIDAuthorizationFailed.Code
+	}
+
+	var pending []appended
+	failed := false
+	s := b.cache.Snapshot()
+	for _, t := range r.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		_, topicKnown := s.Topics[t.Topic]
+		for i, p := range t.Partitions {
+			rp := &rt.Partitions[i]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			code := reqErr
+			var lp *localPartition
+			if code == 0 {
+				if lp = b.partitions.get(t.Topic, p.Partition); lp == nil {
+					code = kerr.NotLeaderForPartition.Code
+					if !topicKnown {
+						code = kerr.UnknownTopicOrPartition.Code
+					}
+				}
+			}
+			if code == 0 {
+				info, err := b.appendProduced(lp, p.Records)
+				if err != nil {
+					code = errorCode(err)
+					if code == kerr.UnknownServerError.Code {
+						b.logger.Error("produce failed", "topic", t.Topic, "partition", p.Partition, "err", err)
+					}
+				} else {
+					rp.BaseOffset, rp.LogStartOffset = info.FirstOffset, info.LogStartOffset
+					pending = append(pending, appended{lp, rp, info.LastOffset + 1})
+				}
+			}
+			if code != 0 {
+				rp.ErrorCode = code
+				failed = true
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+
+	if r.Acks == 0 {
+		// Nothing to wait for, but the appended data must still become
+		// durable and visible to consumers.
+		return protocol.Response{NoResponse: true, Close: failed, Later: func() kmsg.Response {
+			for _, a := range pending {
+				if err := a.part.Flush(); err != nil && !errors.Is(err, klog.ErrClosed) {
+					b.logger.Error("flush after acks=0 produce failed", "topic", a.part.Topic, "partition", a.part.Index, "err", err)
+				}
+			}
+			return nil
+		}}
+	}
+	if len(pending) == 0 {
+		return reply(resp)
+	}
+	return protocol.Response{Later: func() kmsg.Response {
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
+		defer cancel()
+		for _, a := range pending {
+			var err error
+			if r.Acks == -1 {
+				err = a.part.WaitCommitted(wctx, a.end)
+			} else {
+				err = a.part.WaitLocal(a.end)
+			}
+			if err != nil {
+				a.resp.ErrorCode = errorCode(err)
+				if errors.Is(err, context.Canceled) {
+					a.resp.ErrorCode = kerr.RequestTimedOut.Code
+				}
+				a.resp.BaseOffset = -1
+			}
+		}
+		return resp
+	}}
+}
+
+// appendProduced validates and appends one partition's records.
+func (b *Broker) appendProduced(lp *localPartition, recs []byte) (klog.AppendInfo, error) {
+	st := lp.settings.Load()
+	if _, err := records.Validate(recs, records.Limits{
+		MaxMessageBytes:        st.maxMessageBytes,
+		MaxDecompressedBytes:   records.DefaultMaxDecompressedBytes,
+		MaxSegmentBytes:        int32(min(st.segmentBytes, 1<<31-1)),
+		MaxTimestampDiffBefore: st.timestampBeforeMs,
+		MaxTimestampDiffAfter:  st.timestampAfterMs,
+	}); err != nil {
+		return klog.AppendInfo{}, err
+	}
+	info, err := lp.AppendAsLeader(recs)
+	if errors.Is(err, klog.ErrDuplicateSequence) {
+		// Already appended: answer with the original offsets.
+		return info, nil
+	}
+	return info, err
+}

@@ -1,0 +1,153 @@
+package broker
+
+// Fetch (key 1), versions 4–12 (flexible from v12).
+//
+// Consumers read whole batches below the high watermark (read_committed and
+// read_uncommitted alike: there are no transactions yet, so the last stable
+// offset is the high watermark). Limits follow KIP-74: MaxBytes for the
+// response, PartitionMaxBytes per partition, except that the first batch of
+// the first partition with data is returned even if it exceeds them.
+//
+// Long polling: when fewer than MinBytes are available and no partition has
+// an error, the request waits (parked on the partitions' waiters, no thread
+// spinning) until MinBytes arrive or MaxWaitMillis passes.
+//
+// Sessions (KIP-227, v7+): samsa answers every request in full with session
+// id 0, which tells clients that no session was created; they then keep
+// sending full requests. A request naming a session id gets
+// FETCH_SESSION_ID_NOT_FOUND.
+//
+// v9+: CurrentLeaderEpoch is checked (FENCED_LEADER_EPOCH /
+// UNKNOWN_LEADER_EPOCH). v12: a LastFetchedEpoch that the log contradicts
+// yields DivergingEpoch (the fetcher must truncate), as Kafka does.
+//
+// Fetches with a replica id come from followers; they arrive with the
+// replication issue (#3) and are refused until then.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/protocol"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.FetchRequest)
+	if r.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch > 0) {
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		if r.SessionID == 0 {
+			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
+		}
+		return reply(resp)
+	}
+	resp, n, done, parts := b.fetchOnce(r)
+	if done || n >= int(r.MinBytes) || r.MaxWaitMillis <= 0 || len(parts) == 0 {
+		return reply(resp)
+	}
+	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	return protocol.Response{Later: func() kmsg.Response {
+		w := replica.NewWaiter()
+		for _, p := range parts {
+			p.AddWaiter(w)
+		}
+		defer func() {
+			for _, p := range parts {
+				p.RemoveWaiter(w)
+			}
+		}()
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return resp
+			case <-timer.C:
+				resp, _, _, _ = b.fetchOnce(r)
+				return resp
+			case <-w.C:
+				var n int
+				var done bool
+				if resp, n, done, _ = b.fetchOnce(r); done || n >= int(r.MinBytes) {
+					return resp
+				}
+			}
+		}
+	}}
+}
+
+// fetchOnce reads every requested partition once. It returns the response,
+// the record bytes in it, whether it must be sent now (a partition has an
+// error), and the partitions read (to wait on).
+func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool, []*localPartition) {
+	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	total := 0
+	maxBytes := int(r.MaxBytes)
+	if r.Version < 3 || maxBytes <= 0 {
+		maxBytes = 1 << 30
+	}
+	hasError := false
+	var parts []*localPartition
+	s := b.cache.Snapshot()
+	for _, t := range r.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		_, topicKnown := s.Topics[t.Topic]
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		for i, p := range t.Partitions {
+			rp := &rt.Partitions[i]
+			*rp = kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			// Never null: librdkafka rejects a record set of size -1.
+			rp.RecordBatches = []byte{}
+			code := int16(0)
+			lp := b.partitions.get(t.Topic, p.Partition)
+			switch {
+			case r.ReplicaID >= 0:
+				code = kerr.NotLeaderForPartition.Code
+			case lp == nil && !topicKnown:
+				code = kerr.UnknownTopicOrPartition.Code
+			case lp == nil || lp.Role() != replica.RoleLeader:
+				code = kerr.NotLeaderForPartition.Code
+			default:
+				code = errorCode(lp.CheckLeaderEpoch(p.CurrentLeaderEpoch))
+			}
+			if code == 0 {
+				parts = append(parts, lp)
+				l := lp.Log()
+				rp.HighWatermark = lp.HighWatermark()
+				rp.LastStableOffset = rp.HighWatermark
+				rp.LogStartOffset = l.StartOffset()
+				if p.LastFetchedEpoch >= 0 {
+					epoch, end := l.EndOffsetForEpoch(p.LastFetchedEpoch)
+					if end < p.FetchOffset || epoch < p.LastFetchedEpoch {
+						rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = epoch, end
+						hasError = true // answer now: the fetcher must truncate
+						continue
+					}
+				}
+				limit := min(int(p.PartitionMaxBytes), maxBytes-total)
+				if limit > 0 || total == 0 {
+					data, err := lp.Read(p.FetchOffset, max(limit, 0), total == 0)
+					if err != nil {
+						code = errorCode(err)
+					} else if data != nil {
+						rp.RecordBatches = data
+						total += len(data)
+					}
+				}
+			}
+			if code != 0 {
+				rp.ErrorCode = code
+				hasError = true
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total, hasError, parts
+}

@@ -1,0 +1,112 @@
+package broker
+
+// ListOffsets (key 2), versions 1–7 (flexible from v6).
+//
+// Timestamp -2: the log start offset; -1: the high watermark (the end a
+// consumer can read; with no transactions the last stable offset is the
+// same, so IsolationLevel changes nothing); -3 (v7, KIP-734): the offset and
+// timestamp of the record with the largest timestamp; otherwise the first
+// record whose timestamp is at least the one asked for, below the high
+// watermark (offset -1 when there is none). v4+ checks CurrentLeaderEpoch and
+// returns the leader epoch of the offset found.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	klog "github.com/samsa-io/samsa/internal/log"
+	"github.com/samsa-io/samsa/internal/protocol"
+	"github.com/samsa-io/samsa/internal/records"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	s := b.cache.Snapshot()
+	for _, t := range r.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		_, topicKnown := s.Topics[t.Topic]
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			lp := b.partitions.get(t.Topic, p.Partition)
+			var err error
+			switch {
+			case lp == nil && !topicKnown:
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case lp == nil || lp.Role() != replica.RoleLeader:
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				if err = lp.CheckLeaderEpoch(p.CurrentLeaderEpoch); err == nil {
+					rp.Offset, rp.Timestamp, err = listOffset(lp, p.Timestamp)
+				}
+				rp.ErrorCode = errorCode(err)
+				if rp.Offset >= 0 {
+					rp.LeaderEpoch = epochForOffset(lp.Log().Epochs(), rp.Offset)
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply(resp)
+}
+
+// listOffset resolves one ListOffsets timestamp to (offset, timestamp).
+func listOffset(lp *localPartition, ts int64) (int64, int64, error) {
+	l := lp.Log()
+	hw := lp.HighWatermark()
+	switch ts {
+	case -2:
+		return l.StartOffset(), -1, nil
+	case -1:
+		return hw, -1, nil
+	case -3:
+		maxTs, off := l.MaxTimestamp()
+		if off < 0 || off >= hw {
+			return -1, -1, nil
+		}
+		return off, maxTs, nil
+	}
+	if ts < 0 {
+		return -1, -1, errInvalidRequest
+	}
+	batch, ok, err := l.BatchAtTimestamp(ts)
+	if err != nil || !ok {
+		return -1, -1, err
+	}
+	h, err := klog.ParseBatchHeader(batch)
+	if err != nil {
+		return -1, -1, err
+	}
+	offset, found := int64(-1), int64(-1)
+	err = records.ForEachRecord(batch, &h, records.DefaultMaxDecompressedBytes, func(rec records.Record) bool {
+		if t := h.BaseTimestamp + rec.TimestampDelta; t >= ts {
+			offset, found = h.BaseOffset+int64(rec.OffsetDelta), t
+			return false
+		}
+		return true
+	})
+	if err != nil || offset < 0 || offset >= hw {
+		return -1, -1, err
+	}
+	return offset, found, nil
+}
+
+// epochForOffset returns the leader epoch in which offset was written, from
+// the log's epoch entries, or -1.
+func epochForOffset(entries []klog.EpochEntry, offset int64) int32 {
+	epoch := int32(-1)
+	for _, e := range entries {
+		if e.StartOffset > offset {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
+}

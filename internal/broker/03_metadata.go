@@ -1,0 +1,149 @@
+package broker
+
+// Metadata (key 3), versions 0–12 (flexible from v9).
+//
+// Brokers are the live registrations; the controller id is described in
+// controllerID. Per partition: leader, leader epoch (v7+), replicas, ISR and
+// offline replicas (v5+: assigned replicas whose broker is not registered).
+// Topic ids from v10; v10+ lookups by id. All topics: a null list (v1+) or
+// an empty one (v0). Unknown topics are created when auto.create.topics.enable
+// is set and the request allows it (v4+; always for older versions), and
+// the response then describes the new topic.
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.MetadataRequest)
+	resp := r.ResponseKind().(*kmsg.MetadataResponse)
+	s := b.cache.Snapshot()
+
+	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	var names []string
+	unknownIDs := []meta.TopicID{}
+	if all {
+		for name := range s.Topics {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+	} else {
+		byID := map[meta.TopicID]string{}
+		for name, t := range s.Topics {
+			byID[t.Topic.ID] = name
+		}
+		for _, t := range r.Topics {
+			switch {
+			case t.Topic != nil:
+				names = append(names, *t.Topic)
+			case t.TopicID != [16]byte{}:
+				if name, ok := byID[meta.TopicID(t.TopicID)]; ok {
+					names = append(names, name)
+				} else {
+					unknownIDs = append(unknownIDs, meta.TopicID(t.TopicID))
+				}
+			}
+		}
+	}
+
+	autoCreate := b.cfg.AutoCreateTopics && (r.Version < 4 || r.AllowAutoTopicCreation)
+	if !all && autoCreate {
+		var created bool
+		for _, name := range names {
+			if _, ok := s.Topics[name]; ok || validTopicName(name) != nil {
+				continue
+			}
+			err := b.createTopic(ctx, name, -1, -1, nil, nil)
+			if err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
+				b.logger.Warn("auto-create topic failed", "topic", name, "err", err)
+				continue
+			}
+			created = true
+		}
+		if created {
+			s = b.cache.Snapshot()
+		}
+	}
+
+	for _, id := range liveBrokers(s) {
+		br := s.Brokers[id].Broker
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+		if br.Rack != "" {
+			rack := br.Rack
+			rb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	clusterID := s.ClusterID
+	resp.ClusterID = &clusterID
+	resp.ControllerID = controllerID(s)
+
+	for _, name := range names {
+		name := name
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = &name
+		vt, ok := s.Topics[name]
+		if !ok {
+			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if validTopicName(name) != nil {
+				rt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		rt.TopicID = vt.Topic.ID
+		rt.IsInternal = name == "__consumer_offsets"
+		rt.Partitions = partitionMetadata(s, vt)
+		resp.Topics = append(resp.Topics, rt)
+	}
+	for _, id := range unknownIDs {
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.TopicID = id
+		rt.ErrorCode = kerr.UnknownTopicID.Code
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply(resp)
+}
+
+// partitionMetadata describes every partition of a topic.
+func partitionMetadata(s *coord.Snapshot, vt coord.VersionedTopic) []kmsg.MetadataResponseTopicPartition {
+	states := s.Partitions[vt.Topic.Name]
+	out := make([]kmsg.MetadataResponseTopicPartition, 0, len(vt.Topic.Partitions))
+	for i, replicas := range vt.Topic.Partitions {
+		p := kmsg.NewMetadataResponseTopicPartition()
+		p.Partition = int32(i)
+		p.Replicas = slices.Clone(replicas)
+		for _, r := range replicas {
+			if _, alive := s.Brokers[r]; !alive {
+				p.OfflineReplicas = append(p.OfflineReplicas, r)
+			}
+		}
+		if i >= len(states) || !states[i].Exists() {
+			p.ErrorCode = kerr.LeaderNotAvailable.Code
+			p.Leader, p.LeaderEpoch = -1, -1
+			p.ISR = []int32{}
+			out = append(out, p)
+			continue
+		}
+		st := states[i].PartitionState
+		p.Leader, p.LeaderEpoch, p.ISR = st.Leader, st.LeaderEpoch, slices.Clone(st.ISR)
+		if _, alive := s.Brokers[st.Leader]; st.Leader == meta.NoLeader || !alive {
+			p.ErrorCode = kerr.LeaderNotAvailable.Code
+			p.Leader = -1
+		}
+		if p.OfflineReplicas == nil {
+			p.OfflineReplicas = []int32{}
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,73 @@
+package broker
+
+// DeleteTopics (key 20), versions 1–6 (flexible from v4). v6 names topics by
+// name or id. The topic and its partition states are deleted in one etcd
+// transaction; every broker then closes and deletes its replicas' logs.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
+	defer cancel()
+
+	type target struct {
+		name *string
+		id   meta.TopicID
+	}
+	var targets []target
+	if r.Version >= 6 {
+		for _, t := range r.Topics {
+			targets = append(targets, target{t.Topic, meta.TopicID(t.TopicID)})
+		}
+	} else {
+		for _, name := range r.TopicNames {
+			name := name
+			targets = append(targets, target{name: &name})
+		}
+	}
+	s := b.cache.Snapshot()
+	for _, t := range targets {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = t.name, t.id
+		name := ""
+		if t.name != nil {
+			name = *t.name
+			if vt, ok := s.Topics[name]; ok {
+				rt.TopicID = vt.Topic.ID
+			}
+		} else {
+			for n, vt := range s.Topics {
+				if vt.Topic.ID == t.id {
+					name = n
+					rt.Topic = &n
+				}
+			}
+			if name == "" {
+				rt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
+		}
+		err := b.client.DeleteTopic(ctx, name)
+		if err == nil {
+			err = b.cache.WaitRevision(ctx, b.client.LastRevision())
+		}
+		if err != nil {
+			rt.ErrorCode = errorCode(err)
+			msg := err.Error()
+			rt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply(resp)
+}

@@ -1,0 +1,91 @@
+package broker
+
+// CreatePartitions (key 37), versions 0–3 (flexible from v2). Count is the
+// new total; it must exceed the current one (INVALID_PARTITIONS). A manual
+// Assignment gives the replicas of each new partition; otherwise they are
+// assigned like a new topic's with the topic's replication factor. The new
+// assignments and initial partition states are written in one transaction,
+// conditioned on the topic not having changed since it was read.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleCreatePartitions(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.CreatePartitionsRequest)
+	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
+	defer cancel()
+
+	seen := map[string]int{}
+	for _, t := range r.Topics {
+		seen[t.Topic]++
+	}
+	for _, t := range r.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		var err error
+		if seen[t.Topic] > 1 {
+			err = fmt.Errorf("%w: topic listed more than once", errInvalidRequest)
+		} else {
+			err = b.createPartitions(ctx, t, r.ValidateOnly)
+		}
+		if err != nil {
+			rt.ErrorCode = errorCode(err)
+			msg := err.Error()
+			rt.ErrorMessage = &msg
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply(resp)
+}
+
+func (b *Broker) createPartitions(ctx context.Context, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+	brokers := liveBrokers(b.cache.Snapshot())
+	update := func(topic *meta.Topic) ([]meta.PartitionState, error) {
+		current := int32(len(topic.Partitions))
+		if t.Count <= current {
+			return nil, fmt.Errorf("%w: topic has %d partitions, asked for %d", errInvalidPartitions, current, t.Count)
+		}
+		if t.Count-current > maxPartitionsPerRequest {
+			return nil, fmt.Errorf("%w: adding more than %d partitions", errInvalidPartitions, maxPartitionsPerRequest)
+		}
+		var added [][]int32
+		if t.Assignment != nil {
+			if int32(len(t.Assignment)) != t.Count-current {
+				return nil, fmt.Errorf("%w: %d assignments for %d new partitions", errInvalidReplicaAssignment, len(t.Assignment), t.Count-current)
+			}
+			for _, a := range t.Assignment {
+				added = append(added, a.Replicas)
+			}
+			if err := validateAssignment(added, brokers); err != nil {
+				return nil, fmt.Errorf("%w: %v", errInvalidReplicaAssignment, err)
+			}
+		} else {
+			var err error
+			if added, err = assignReplicas(brokers, current, t.Count-current, int16(len(topic.Partitions[0]))); err != nil {
+				return nil, err
+			}
+		}
+		if validateOnly {
+			return nil, errValidateOnly
+		}
+		topic.Partitions = append(topic.Partitions, added...)
+		return initialStates(topic.Name, current, added), nil
+	}
+	_, err := b.client.UpdateTopic(ctx, t.Topic, update)
+	if validateOnly && errors.Is(err, errValidateOnly) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return b.cache.WaitRevision(ctx, b.client.LastRevision())
+}

@@ -1,0 +1,100 @@
+package broker
+
+// IncrementalAlterConfigs (key 44), versions 0–1 (flexible from v1).
+//
+// Topic configs only: SET and DELETE (back to the broker default) for every
+// supported topic config; APPEND and SUBTRACT apply to list configs, and
+// samsa has none, so they are INVALID_CONFIG. Values are validated before
+// anything is written; the change is a compare-and-swap of the topic in
+// etcd, and every replica picks it up from there. Broker configs are static
+// (server.properties): altering them is INVALID_REQUEST.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	ctx, cancel := requestContext(ctx, 30000)
+	defer cancel()
+	for _, res := range r.Resources {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		var err error
+		switch res.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			err = b.alterTopicConfigs(ctx, res, r.ValidateOnly)
+		case kmsg.ConfigResourceTypeBroker:
+			err = fmt.Errorf("%w: broker configs are static in samsa (server.properties)", errInvalidRequest)
+		default:
+			err = fmt.Errorf("%w: resource type %d", errInvalidRequest, res.ResourceType)
+		}
+		if err != nil {
+			rr.ErrorCode = errorCode(err)
+			msg := err.Error()
+			rr.ErrorMessage = &msg
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return reply(resp)
+}
+
+func (b *Broker) alterTopicConfigs(ctx context.Context, res kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	apply := func(configs map[string]string) (map[string]string, error) {
+		out := maps.Clone(configs)
+		if out == nil {
+			out = map[string]string{}
+		}
+		for _, c := range res.Configs {
+			if _, ok := topicConfigDefs[c.Name]; !ok {
+				return nil, fmt.Errorf("%w: unknown topic config %q", errInvalidConfig, c.Name)
+			}
+			switch c.Op {
+			case kmsg.IncrementalAlterConfigOpSet:
+				if c.Value == nil {
+					return nil, fmt.Errorf("%w: %s: SET needs a value", errInvalidConfig, c.Name)
+				}
+				if err := validateTopicConfig(c.Name, *c.Value); err != nil {
+					return nil, fmt.Errorf("%w: %v", errInvalidConfig, err)
+				}
+				out[c.Name] = *c.Value
+			case kmsg.IncrementalAlterConfigOpDelete:
+				delete(out, c.Name)
+			default:
+				return nil, fmt.Errorf("%w: %s: operation %d applies to list configs only", errInvalidConfig, c.Name, c.Op)
+			}
+		}
+		if len(out) == 0 {
+			out = nil
+		}
+		return out, nil
+	}
+	update := func(t *meta.Topic) ([]meta.PartitionState, error) {
+		configs, err := apply(t.Configs)
+		if err != nil {
+			return nil, err
+		}
+		if validateOnly {
+			return nil, errValidateOnly
+		}
+		t.Configs = configs
+		return nil, nil
+	}
+	_, err := b.client.UpdateTopic(ctx, res.ResourceName, update)
+	if errors.Is(err, errValidateOnly) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return b.cache.WaitRevision(ctx, b.client.LastRevision())
+}

@@ -1,0 +1,38 @@
+package broker
+
+// DescribeCluster (key 60), versions 0–1 (flexible). v1 adds EndpointType;
+// samsa has only broker endpoints (1).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleDescribeCluster(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.DescribeClusterRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
+	if r.Version >= 1 && r.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		msg := "samsa has only broker endpoints"
+		resp.ErrorMessage = &msg
+		return reply(resp)
+	}
+	s := b.cache.Snapshot()
+	resp.ClusterID = s.ClusterID
+	resp.ControllerID = controllerID(s)
+	for _, id := range liveBrokers(s) {
+		br := s.Brokers[id].Broker
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+		if br.Rack != "" {
+			rack := br.Rack
+			rb.Rack = &rack
+		}
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	return reply(resp)
+}

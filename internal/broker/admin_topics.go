@@ -1,0 +1,85 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/meta"
+)
+
+// Errors of admin requests; errorCode maps them, the message goes to the
+// client.
+var (
+	errInvalidTopic             = errors.New("broker: invalid topic")
+	errInvalidConfig            = errors.New("broker: invalid config")
+	errInvalidPartitions        = errors.New("broker: invalid partitions")
+	errInvalidReplicaAssignment = errors.New("broker: invalid replica assignment")
+	errInvalidRequest           = errors.New("broker: invalid request")
+	// errValidateOnly aborts a metadata update once validated.
+	errValidateOnly = errors.New("broker: validate only")
+)
+
+// createTopic creates a topic (partitions/rf -1: the broker defaults;
+// assignment nil: assigned by assignReplicas) and waits until this broker's
+// metadata cache shows it.
+func (b *Broker) createTopic(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string) error {
+	t, err := b.prepareTopic(name, partitions, rf, assignment, configs)
+	if err != nil {
+		return err
+	}
+	if err := b.client.CreateTopic(ctx, t, initialStates(name, 0, t.Partitions)); err != nil {
+		return err
+	}
+	return b.cache.WaitRevision(ctx, b.client.LastRevision())
+}
+
+// prepareTopic validates a topic creation and builds the topic definition.
+func (b *Broker) prepareTopic(name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string) (meta.Topic, error) {
+	var t meta.Topic
+	if err := validTopicName(name); err != nil {
+		return t, fmt.Errorf("%w: %v", errInvalidTopic, err)
+	}
+	for k, v := range configs {
+		if err := validateTopicConfig(k, v); err != nil {
+			return t, fmt.Errorf("%w: %v", errInvalidConfig, err)
+		}
+	}
+	brokers := liveBrokers(b.cache.Snapshot())
+	if assignment != nil {
+		if partitions != -1 || rf != -1 {
+			return t, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor were given", errInvalidPartitions)
+		}
+		if err := validateAssignment(assignment, brokers); err != nil {
+			return t, fmt.Errorf("%w: %v", errInvalidPartitions, err)
+		}
+	} else {
+		if partitions == -1 {
+			partitions = b.cfg.NumPartitions
+		}
+		if rf == -1 {
+			rf = b.cfg.DefaultReplicationFactor
+		}
+		if partitions < 1 {
+			return t, fmt.Errorf("%w: partition count %d must be positive", errInvalidPartitions, partitions)
+		}
+		if partitions > maxPartitionsPerRequest {
+			return t, fmt.Errorf("%w: partition count %d exceeds %d", errInvalidPartitions, partitions, maxPartitionsPerRequest)
+		}
+		var err error
+		if assignment, err = assignReplicas(brokers, 0, partitions, rf); err != nil {
+			return t, err
+		}
+	}
+	t = meta.Topic{Name: name, ID: meta.NewTopicID(), Partitions: assignment}
+	if len(configs) > 0 {
+		t.Configs = configs
+	}
+	return t, nil
+}
+
+// maxPartitionsPerRequest bounds what one request can make a broker open.
+const maxPartitionsPerRequest = 10000
+
+func errTopicExists(name string) error { return fmt.Errorf("%w: %s", coord.ErrTopicExists, name) }

@@ -1,0 +1,289 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+// Broker is one samsa broker: the Kafka protocol listeners, the partition
+// replicas it hosts, and its registration in the cluster metadata (etcd).
+type Broker struct {
+	cfg    Config
+	logger *slog.Logger
+
+	// etcd is the embedded etcd member, nil with an external etcd.
+	etcd *coord.Embedded
+	// client talks to etcd; cache mirrors the cluster metadata.
+	client *coord.Client
+	cache  *coord.Cache
+	// session is the broker's registration lease.
+	session *coord.Session
+
+	clusterID string
+	// advertised is this broker's registration (host/port given to clients).
+	advertised meta.Broker
+
+	server    *protocol.Server
+	listeners []net.Listener
+
+	partitions  *partitionManager
+	producerIDs *producerIDAllocator
+
+	// cancel stops the background goroutines, which wg waits for.
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start brings a broker up: metadata store, registration, listeners,
+// partition replicas. It returns once the broker serves requests; Close
+// stops it.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	b := &Broker{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID)}
+	if err := b.start(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Run starts a broker and serves until ctx is done, then shuts it down.
+func Run(ctx context.Context, cfg Config) error {
+	b, err := Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case <-b.session.Done():
+		b.logger.Error("broker registration lost; shutting down")
+	}
+	return b.Close()
+}
+
+func (b *Broker) start(ctx context.Context) error {
+	if err := os.MkdirAll(b.cfg.logDir(), 0o755); err != nil {
+		return fmt.Errorf("broker: data dir: %w", err)
+	}
+	endpoints := b.cfg.MetadataEndpoints
+	if len(endpoints) == 0 {
+		e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
+			Dir:            b.cfg.etcdDir(),
+			Name:           "samsa-" + strconv.Itoa(int(b.cfg.NodeID)),
+			ClientURL:      b.cfg.MetadataClientURL,
+			PeerURL:        b.cfg.MetadataPeerURL,
+			InitialCluster: b.cfg.MetadataInitialCluster,
+			Logger:         b.logger,
+		})
+		if err != nil {
+			return fmt.Errorf("broker: embedded etcd: %w", err)
+		}
+		b.etcd = e
+		endpoints = e.Endpoints()
+	}
+	client, err := coord.Connect(ctx, endpoints, b.cfg.ClusterName)
+	if err != nil {
+		return fmt.Errorf("broker: connect to etcd: %w", err)
+	}
+	b.client = client
+	if b.clusterID, err = client.ClusterID(ctx); err != nil {
+		return fmt.Errorf("broker: cluster id: %w", err)
+	}
+
+	for _, l := range b.cfg.Listeners {
+		addr, err := listenerAddr(l)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("broker: listen %s: %w", l, err)
+		}
+		b.listeners = append(b.listeners, ln)
+	}
+	if b.advertised, err = b.advertisedBroker(); err != nil {
+		return err
+	}
+
+	if b.cache, err = client.NewCache(ctx); err != nil {
+		return fmt.Errorf("broker: metadata cache: %w", err)
+	}
+	b.producerIDs = newProducerIDAllocator(client)
+	b.partitions = newPartitionManager(b)
+	if err := b.partitions.openExisting(b.cache.Snapshot()); err != nil {
+		return err
+	}
+	if b.session, err = client.RegisterBroker(ctx, b.advertised, b.cfg.SessionTimeout); err != nil {
+		return fmt.Errorf("broker: register node %d: %w", b.cfg.NodeID, err)
+	}
+
+	bg, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	b.wg.Add(2)
+	go func() { defer b.wg.Done(); b.partitions.run(bg) }()
+	go func() { defer b.wg.Done(); b.partitions.runHousekeeping(bg) }()
+
+	b.server = protocol.NewServer(protocol.Config{
+		MaxRequestBytes: b.cfg.SocketRequestMaxBytes,
+		Versions:        apiVersionRange,
+		IdleTimeout:     b.cfg.ConnectionsMaxIdle,
+		MaxConnections:  b.cfg.MaxConnections,
+		Logger:          b.logger,
+	}, b)
+	for _, ln := range b.listeners {
+		ln := ln
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			if err := b.server.Serve(ln); err != nil {
+				b.logger.Error("listener stopped", "addr", ln.Addr(), "err", err)
+			}
+		}()
+	}
+	b.logger.Info("broker started", "cluster", b.clusterID, "listeners", b.Addrs(),
+		"advertised", net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))))
+	return nil
+}
+
+// advertisedBroker derives the registration from advertised.listeners, or
+// from the first bound listener (a wildcard or empty host advertised as
+// "localhost", a port of 0 replaced by the bound port).
+func (b *Broker) advertisedBroker() (meta.Broker, error) {
+	reg := meta.Broker{ID: b.cfg.NodeID, Rack: b.cfg.Rack, StartedUnixMs: time.Now().UnixMilli()}
+	var host, port string
+	if len(b.cfg.AdvertisedListeners) > 0 {
+		addr, err := listenerAddr(b.cfg.AdvertisedListeners[0])
+		if err != nil {
+			return reg, err
+		}
+		host, port, _ = net.SplitHostPort(addr)
+	} else {
+		cfgAddr, _ := listenerAddr(b.cfg.Listeners[0])
+		host, _, _ = net.SplitHostPort(cfgAddr)
+		_, port, _ = net.SplitHostPort(b.listeners[0].Addr().String())
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 {
+		return reg, fmt.Errorf("%w: advertised port %q", ErrConfig, port)
+	}
+	reg.Host, reg.Port = host, int32(p)
+	return reg, nil
+}
+
+// Addrs returns the bound listener addresses.
+func (b *Broker) Addrs() []string {
+	out := make([]string, len(b.listeners))
+	for i, ln := range b.listeners {
+		out[i] = ln.Addr().String()
+	}
+	return out
+}
+
+// NodeID returns the broker's node id.
+func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
+
+// Close stops serving, closes every partition (flushing its log), revokes
+// the broker's registration and stops the embedded etcd. It is safe to call
+// more than once.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		var errs []error
+		if b.server != nil {
+			errs = append(errs, b.server.Close())
+		}
+		for _, ln := range b.listeners {
+			ln.Close()
+		}
+		if b.cancel != nil {
+			b.cancel()
+		}
+		b.wg.Wait()
+		if b.partitions != nil {
+			errs = append(errs, b.partitions.closeAll())
+		}
+		if b.session != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			errs = append(errs, b.session.Close(ctx))
+			cancel()
+		}
+		if b.cache != nil {
+			errs = append(errs, b.cache.Close())
+		}
+		if b.client != nil {
+			errs = append(errs, b.client.Close())
+		}
+		if b.etcd != nil {
+			errs = append(errs, b.etcd.Close())
+		}
+		b.closeErr = errors.Join(errs...)
+		if b.closeErr == nil {
+			b.logger.Info("broker stopped")
+		}
+	})
+	return b.closeErr
+}
+
+// liveBrokers returns the ids of registered brokers, sorted.
+func liveBrokers(s *coord.Snapshot) []int32 {
+	ids := make([]int32, 0, len(s.Brokers))
+	for id := range s.Brokers {
+		ids = append(ids, id)
+	}
+	sortInt32s(ids)
+	return ids
+}
+
+// controllerID is the controller reported to clients. Until the controller
+// election of the replication issue (#3) exists, every broker can serve the
+// admin requests that clients send to "the controller" (they are etcd
+// transactions), so the lowest live broker id is reported.
+func controllerID(s *coord.Snapshot) int32 {
+	if s.ControllerID >= 0 {
+		return s.ControllerID
+	}
+	ids := liveBrokers(s)
+	if len(ids) == 0 {
+		return -1
+	}
+	return ids[0]
+}
+
+// validTopicName applies Kafka's topic name rules.
+func validTopicName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("topic name is empty")
+	case name == "." || name == "..":
+		return fmt.Errorf("topic name %q is not allowed", name)
+	case len(name) > 249:
+		return fmt.Errorf("topic name is longer than 249 characters")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("topic name %q contains %q; legal characters are ASCII letters, digits, '.', '_' and '-'", name, r)
+		}
+	}
+	return nil
+}

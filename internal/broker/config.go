@@ -1,0 +1,342 @@
+package broker
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is one broker's configuration. Settings carry Kafka's names (in
+// server.properties form, see Set) and, where samsa does not deliberately
+// differ, Kafka's defaults. The differences are documented in docs/config.md.
+type Config struct {
+	// NodeID is node.id (broker.id): unique per broker in the cluster.
+	NodeID int32
+	// Listeners is listeners: the addresses the Kafka protocol server binds,
+	// e.g. "PLAINTEXT://:9092". Only PLAINTEXT is supported.
+	Listeners []string
+	// AdvertisedListeners is advertised.listeners: what Metadata tells clients;
+	// defaults to Listeners with an empty host replaced by "localhost".
+	AdvertisedListeners []string
+	// Rack is broker.rack.
+	Rack string
+	// DataDir is log.dirs (a single directory): partition logs live in
+	// <DataDir>/<topic>-<partition>, the embedded etcd in <DataDir>/etcd.
+	DataDir string
+
+	// MetadataEndpoints lists an external etcd cluster's client URLs
+	// (metadata.etcd.endpoints). Empty: run an embedded etcd member.
+	MetadataEndpoints []string
+	// MetadataClientURL and MetadataPeerURL are the embedded member's URLs.
+	MetadataClientURL string
+	MetadataPeerURL   string
+	// MetadataInitialCluster is the embedded etcd's initial cluster
+	// ("name=peerURL,..."); empty for a single member.
+	MetadataInitialCluster string
+	// ClusterName selects the etcd key prefix /samsa/<ClusterName>/.
+	ClusterName string
+	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's
+	// etcd lease (Kafka's KRaft default, 9 s).
+	SessionTimeout time.Duration
+
+	// AutoCreateTopics is auto.create.topics.enable.
+	AutoCreateTopics bool
+	// NumPartitions is num.partitions, for auto-created topics and
+	// CreateTopics requests that leave it to the broker.
+	NumPartitions int32
+	// DefaultReplicationFactor is default.replication.factor.
+	DefaultReplicationFactor int16
+
+	// SocketRequestMaxBytes is socket.request.max.bytes.
+	SocketRequestMaxBytes int32
+	// ConnectionsMaxIdle is connections.max.idle.ms.
+	ConnectionsMaxIdle time.Duration
+	// MaxConnections is max.connections (0 = unlimited).
+	MaxConnections int
+
+	// TopicDefaults holds the broker-level defaults of topic configs
+	// (message.max.bytes, log.retention.ms, log.segment.bytes, ...), keyed by
+	// the topic config name they default.
+	TopicDefaults map[string]string
+
+	// RetentionCheckInterval is log.retention.check.interval.ms.
+	RetentionCheckInterval time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms.
+	ProducerIDExpiration time.Duration
+
+	// Logger receives the broker's structured logs.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the configuration of a ready single-node cluster:
+// node 1, PLAINTEXT on localhost:9092, embedded etcd, data in ./samsa-data.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                   1,
+		Listeners:                []string{"PLAINTEXT://localhost:9092"},
+		DataDir:                  "samsa-data",
+		MetadataClientURL:        "http://127.0.0.1:2379",
+		MetadataPeerURL:          "http://127.0.0.1:2380",
+		ClusterName:              "default",
+		SessionTimeout:           9 * time.Second,
+		AutoCreateTopics:         true,
+		NumPartitions:            1,
+		DefaultReplicationFactor: 1,
+		SocketRequestMaxBytes:    104857600,
+		ConnectionsMaxIdle:       10 * time.Minute,
+		TopicDefaults:            map[string]string{},
+		RetentionCheckInterval:   5 * time.Minute,
+		ProducerIDExpiration:     24 * time.Hour,
+	}
+}
+
+// brokerTopicAliases are broker settings that default a topic config in
+// other units or under an older name; the rest are the topic config
+// definitions' broker names (topicConfigDef.broker).
+var brokerTopicAliases = map[string]string{
+	"log.retention.hours":                     "retention.ms", // scaled in Set
+	"log.retention.minutes":                   "retention.ms", // scaled in Set
+	"log.roll.hours":                          "segment.ms",   // scaled in Set
+	"log.message.timestamp.difference.max.ms": "message.timestamp.before.max.ms",
+}
+
+// topicConfigForBrokerSetting returns the topic config that a broker setting
+// defaults, as Kafka's "log."-prefixed settings do.
+func topicConfigForBrokerSetting(key string) (string, bool) {
+	if t, ok := brokerTopicAliases[key]; ok {
+		return t, true
+	}
+	for _, d := range topicConfigDefs {
+		if d.broker == key {
+			return d.name, true
+		}
+	}
+	return "", false
+}
+
+// ErrConfig reports an invalid broker setting.
+var ErrConfig = errors.New("broker: invalid config")
+
+// Set applies one server.properties setting by its Kafka name.
+func (c *Config) Set(key, value string) error {
+	value = strings.TrimSpace(value)
+	bad := func(err error) error { return fmt.Errorf("%w: %s=%q: %v", ErrConfig, key, value, err) }
+	parseInt := func(bits int) (int64, error) { return strconv.ParseInt(value, 10, bits) }
+	parseMs := func() (time.Duration, error) {
+		n, err := parseInt(64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("want a non-negative number of milliseconds")
+		}
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	switch key {
+	case "node.id", "broker.id":
+		n, err := parseInt(32)
+		if err != nil || n < 0 {
+			return bad(fmt.Errorf("want a non-negative integer"))
+		}
+		c.NodeID = int32(n)
+	case "listeners":
+		c.Listeners = splitList(value)
+	case "advertised.listeners":
+		c.AdvertisedListeners = splitList(value)
+	case "broker.rack":
+		c.Rack = value
+	case "log.dirs", "log.dir":
+		dirs := splitList(value)
+		if len(dirs) != 1 {
+			return bad(fmt.Errorf("samsa supports exactly one log directory"))
+		}
+		c.DataDir = dirs[0]
+	case "metadata.etcd.endpoints":
+		c.MetadataEndpoints = splitList(value)
+	case "metadata.etcd.client.url":
+		c.MetadataClientURL = value
+	case "metadata.etcd.peer.url":
+		c.MetadataPeerURL = value
+	case "metadata.etcd.initial.cluster":
+		c.MetadataInitialCluster = value
+	case "cluster.name":
+		if value == "" || strings.ContainsAny(value, "/ ") {
+			return bad(fmt.Errorf("want a name without '/' or spaces"))
+		}
+		c.ClusterName = value
+	case "broker.session.timeout.ms":
+		d, err := parseMs()
+		if err != nil || d < time.Second {
+			return bad(fmt.Errorf("want at least 1000"))
+		}
+		c.SessionTimeout = d
+	case "auto.create.topics.enable":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return bad(err)
+		}
+		c.AutoCreateTopics = b
+	case "num.partitions":
+		n, err := parseInt(32)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive integer"))
+		}
+		c.NumPartitions = int32(n)
+	case "default.replication.factor":
+		n, err := parseInt(16)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive integer"))
+		}
+		c.DefaultReplicationFactor = int16(n)
+	case "socket.request.max.bytes":
+		n, err := parseInt(32)
+		if err != nil || n < 1024 {
+			return bad(fmt.Errorf("want an integer of at least 1024"))
+		}
+		c.SocketRequestMaxBytes = int32(n)
+	case "connections.max.idle.ms":
+		d, err := parseMs()
+		if err != nil {
+			return bad(err)
+		}
+		c.ConnectionsMaxIdle = d
+	case "max.connections":
+		n, err := parseInt(32)
+		if err != nil || n < 0 {
+			return bad(fmt.Errorf("want a non-negative integer"))
+		}
+		c.MaxConnections = int(n)
+	case "log.retention.check.interval.ms":
+		d, err := parseMs()
+		if err != nil || d == 0 {
+			return bad(fmt.Errorf("want a positive number of milliseconds"))
+		}
+		c.RetentionCheckInterval = d
+	case "producer.id.expiration.ms":
+		d, err := parseMs()
+		if err != nil {
+			return bad(err)
+		}
+		c.ProducerIDExpiration = d
+	default:
+		topicKey, ok := topicConfigForBrokerSetting(key)
+		if !ok {
+			return fmt.Errorf("%w: unknown setting %q", ErrConfig, key)
+		}
+		scale := int64(1)
+		switch key {
+		case "log.retention.hours", "log.roll.hours":
+			scale = int64(time.Hour / time.Millisecond)
+		case "log.retention.minutes":
+			scale = int64(time.Minute / time.Millisecond)
+		}
+		if scale != 1 {
+			n, err := parseInt(64)
+			if err != nil {
+				return bad(err)
+			}
+			if n > 0 && n > math.MaxInt64/scale {
+				return bad(fmt.Errorf("too large"))
+			}
+			value = strconv.FormatInt(n*scale, 10)
+		}
+		if err := validateTopicConfig(topicKey, value); err != nil {
+			return bad(err)
+		}
+		if c.TopicDefaults == nil {
+			c.TopicDefaults = map[string]string{}
+		}
+		c.TopicDefaults[topicKey] = value
+	}
+	return nil
+}
+
+// LoadProperties applies a server.properties-style file: key=value lines,
+// '#' and '!' comments, blank lines ignored.
+func (c *Config) LoadProperties(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || s[0] == '#' || s[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			k, v, ok = strings.Cut(s, ":")
+		}
+		if !ok {
+			return fmt.Errorf("%w: line %d: want key=value", ErrConfig, line)
+		}
+		if err := c.Set(strings.TrimSpace(k), v); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+	}
+	return sc.Err()
+}
+
+// LoadPropertiesFile applies the settings in the named file.
+func (c *Config) LoadPropertiesFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return c.LoadProperties(f)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// listenerAddr parses "PLAINTEXT://host:port" (or a bare "host:port").
+func listenerAddr(l string) (string, error) {
+	proto, addr, ok := strings.Cut(l, "://")
+	if !ok {
+		addr, proto = l, "PLAINTEXT"
+	}
+	if !strings.EqualFold(proto, "PLAINTEXT") {
+		return "", fmt.Errorf("%w: listener %q: only PLAINTEXT is supported", ErrConfig, l)
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", fmt.Errorf("%w: listener %q: %v", ErrConfig, l, err)
+	}
+	return addr, nil
+}
+
+// validate checks the settings that Set cannot check one at a time.
+func (c *Config) validate() error {
+	if len(c.Listeners) == 0 {
+		return fmt.Errorf("%w: no listeners", ErrConfig)
+	}
+	for _, l := range append(append([]string(nil), c.Listeners...), c.AdvertisedListeners...) {
+		if _, err := listenerAddr(l); err != nil {
+			return err
+		}
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("%w: log.dirs is empty", ErrConfig)
+	}
+	for k, v := range c.TopicDefaults {
+		if err := validateTopicConfig(k, v); err != nil {
+			return fmt.Errorf("%w: default for %s: %v", ErrConfig, k, err)
+		}
+	}
+	return nil
+}
+
+func (c *Config) logDir() string  { return filepath.Join(c.DataDir, "logs") }
+func (c *Config) etcdDir() string { return filepath.Join(c.DataDir, "etcd") }

@@ -1,0 +1,57 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+// api is one implemented Kafka API: the versions samsa advertises (only
+// those it implements correctly, see PROTOCOL.md) and its handler.
+type api struct {
+	min, max int16
+	handle   func(b *Broker, ctx context.Context, req *protocol.Request) protocol.Response
+}
+
+// apis is the version table; ApiVersions is built from it. Each handler's
+// file (NN_name.go, NN = API key) documents its per-version behaviour.
+var apis map[int16]api
+
+func init() {
+	apis = map[int16]api{
+		0:  {3, 9, (*Broker).handleProduce},
+		1:  {4, 12, (*Broker).handleFetch},
+		2:  {1, 7, (*Broker).handleListOffsets},
+		3:  {0, 12, (*Broker).handleMetadata},
+		18: {0, 3, (*Broker).handleApiVersions},
+		19: {2, 7, (*Broker).handleCreateTopics},
+		20: {1, 6, (*Broker).handleDeleteTopics},
+		22: {0, 4, (*Broker).handleInitProducerID},
+		23: {2, 4, (*Broker).handleOffsetForLeaderEpoch},
+		32: {1, 4, (*Broker).handleDescribeConfigs},
+		37: {0, 3, (*Broker).handleCreatePartitions},
+		44: {0, 1, (*Broker).handleIncrementalAlterConfigs},
+		60: {0, 1, (*Broker).handleDescribeCluster},
+	}
+}
+
+// apiVersionRange tells the protocol server which requests to decode.
+func apiVersionRange(key int16) (min, max int16, ok bool) {
+	a, ok := apis[key]
+	return a.min, a.max, ok
+}
+
+// Handle implements protocol.Handler.
+func (b *Broker) Handle(ctx context.Context, req *protocol.Request) protocol.Response {
+	a, ok := apis[req.Key]
+	if !ok {
+		// The protocol server only passes implemented keys.
+		return protocol.Response{Close: true}
+	}
+	return a.handle(b, ctx, req)
+}
+
+// reply wraps an immediate response.
+func reply(r kmsg.Response) protocol.Response { return protocol.Response{Body: r} }
