@@ -1,0 +1,193 @@
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"testing"
+	"time"
+
+	klog "github.com/samsa-io/samsa/internal/log"
+)
+
+// batch returns a minimal valid v2 batch of n records (empty bodies are
+// enough for the log, which only reads headers).
+func batch(n int) []byte {
+	b := make([]byte, klog.BatchHeaderSize)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-klog.LogOverhead))
+	b[16] = 2
+	binary.BigEndian.PutUint32(b[23:], uint32(n-1))
+	binary.BigEndian.PutUint64(b[43:], ^uint64(0)) // producer id -1
+	binary.BigEndian.PutUint16(b[51:], 0xffff)
+	binary.BigEndian.PutUint32(b[53:], ^uint32(0))
+	binary.BigEndian.PutUint32(b[57:], uint32(n))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+func newPartition(t *testing.T, flushMessages int64) *Partition {
+	t.Helper()
+	cfg := klog.DefaultConfig()
+	cfg.FS = klog.NewMemFS(1)
+	cfg.FlushMessages = flushMessages
+	l, err := klog.Open("/p", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New("t", 0, 1, l)
+	t.Cleanup(func() { p.Close(false) })
+	return p
+}
+
+func TestAppendRequiresLeadership(t *testing.T) {
+	p := newPartition(t, 1)
+	if _, err := p.AppendAsLeader(batch(1)); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("append before becoming leader: got %v, want ErrNotLeader", err)
+	}
+	if err := p.BecomeLeader(3, []int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BecomeLeader(2, []int32{1}); !errors.Is(err, ErrFencedLeaderEpoch) {
+		t.Fatalf("older epoch: got %v, want ErrFencedLeaderEpoch", err)
+	}
+	if got := p.LeaderEpoch(); got != 3 {
+		t.Fatalf("leader epoch: got %d, want 3", got)
+	}
+	info, err := p.AppendAsLeader(batch(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.FirstOffset != 0 || info.LastOffset != 1 {
+		t.Fatalf("offsets: got %d-%d, want 0-1", info.FirstOffset, info.LastOffset)
+	}
+	if e := p.Log().Epochs(); len(e) != 1 || e[0].Epoch != 3 || e[0].StartOffset != 0 {
+		t.Fatalf("epoch cache: got %+v, want [{3 0}]", e)
+	}
+}
+
+func TestCheckLeaderEpoch(t *testing.T) {
+	p := newPartition(t, 1)
+	if err := p.BecomeLeader(5, []int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		epoch int32
+		want  error
+	}{{-1, nil}, {5, nil}, {4, ErrFencedLeaderEpoch}, {6, ErrUnknownLeaderEpoch}} {
+		if err := p.CheckLeaderEpoch(tt.epoch); !errors.Is(err, tt.want) || (tt.want == nil && err != nil) {
+			t.Errorf("epoch %d: got %v, want %v", tt.epoch, err, tt.want)
+		}
+	}
+}
+
+// In sync mode (flush.messages=1) nothing is visible before it is flushed,
+// and the high watermark follows the flushed offset.
+func TestHighWatermarkFollowsFlushInSyncMode(t *testing.T) {
+	p := newPartition(t, 1)
+	if err := p.BecomeLeader(0, []int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(batch(3)); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark before flush: got %d, want 0", hw)
+	}
+	if data, err := p.Read(0, 1<<20, true); err != nil || len(data) != 0 {
+		t.Fatalf("read above the high watermark: got %d bytes, %v; want none", len(data), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.WaitCommitted(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark after commit: got %d, want 3", hw)
+	}
+	if data, err := p.Read(0, 1<<20, true); err != nil || len(data) != len(batch(3)) {
+		t.Fatalf("read below the high watermark: got %d bytes, %v", len(data), err)
+	}
+}
+
+// In page-cache mode the high watermark moves with the LEO.
+func TestHighWatermarkInPageCacheMode(t *testing.T) {
+	p := newPartition(t, 1<<40)
+	if err := p.BecomeLeader(0, []int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(batch(4)); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 4 {
+		t.Fatalf("high watermark: got %d, want 4", hw)
+	}
+	if err := p.WaitLocal(4); err != nil {
+		t.Fatal(err)
+	}
+	if f := p.Log().FlushedOffset(); f != 0 {
+		t.Fatalf("acks=1 in page-cache mode flushed: flushed offset %d, want 0", f)
+	}
+}
+
+// A waiter parked on the partition wakes when the high watermark moves.
+func TestWaiterWakesOnHighWatermark(t *testing.T) {
+	p := newPartition(t, 1)
+	if err := p.BecomeLeader(0, []int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWaiter()
+	p.AddWaiter(w)
+	defer p.RemoveWaiter(w)
+	if _, err := p.AppendAsLeader(batch(1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C:
+		t.Fatal("woken before the high watermark moved")
+	default:
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C:
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken by the high watermark advance")
+	}
+}
+
+// Closing the partition fails its waiters instead of leaving them parked.
+func TestCloseReleasesWaiters(t *testing.T) {
+	p := newPartition(t, 1)
+	if err := p.BecomeLeader(0, []int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.WaitCommitted(ctx, 100) }()
+	// The waiter cannot be satisfied (nothing was appended); Close must end it.
+	for {
+		p.mu.Lock()
+		n := len(p.waiters)
+		p.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("WaitCommitted returned early: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := p.Close(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("got %v, want ErrClosed", err)
+	}
+	if _, err := p.AppendAsLeader(batch(1)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append after close: got %v, want ErrClosed", err)
+	}
+}
