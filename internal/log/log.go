@@ -463,8 +463,9 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64) (AppendInfo, error
 
 // AppendReplicated appends batches as a follower: offsets and leader epochs
 // are the leader's, unchanged. The first batch must start at the LEO and
-// offsets must not go backwards (ErrNonMonotonic); gaps between batches,
-// as compaction leaves them, are allowed. Producer state and the leader
+// each next one where the previous one ended (ErrNonMonotonic otherwise):
+// samsa logs have no gaps, as there is no compaction yet, and recovery
+// relies on that to spot damaged offsets. Producer state and the leader
 // epoch cache follow the batches; sequences are not checked.
 func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 	if _, err := validateBatches(batches, false); err != nil {
@@ -478,7 +479,7 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 	next := l.leoLocked()
 	for pos, i := 0, 0; pos < len(batches); i++ {
 		h, _ := ParseBatchHeader(batches[pos:])
-		if i == 0 && h.BaseOffset != next || h.BaseOffset < next {
+		if h.BaseOffset != next {
 			return AppendInfo{}, fmt.Errorf("%w: batch %d at offset %d, expected %d", ErrNonMonotonic, i, h.BaseOffset, next)
 		}
 		next = h.NextOffset()

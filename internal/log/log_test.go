@@ -558,7 +558,7 @@ func TestAppendReplicated(t *testing.T) {
 		defer l.Close()
 		b0 := newBatch(2, 10, 100).at(0, 4).encode()
 		b1 := newBatch(3, 10, 200).at(2, 4).encode()
-		b2 := newBatch(1, 10, 300).at(7, 6).encode() // a gap, as compaction leaves
+		b2 := newBatch(3, 10, 300).at(5, 6).encode()
 		info, err := l.AppendReplicated(concat(b0, b1, b2))
 		if err != nil {
 			t.Fatal(err)
@@ -569,7 +569,7 @@ func TestAppendReplicated(t *testing.T) {
 		if got := readAllBatches(t, l); !bytes.Equal(got, concat(b0, b1, b2)) {
 			t.Fatal("replicated bytes changed")
 		}
-		if got := l.Epochs(); fmt.Sprint(got) != fmt.Sprint([]EpochEntry{{4, 0}, {6, 7}}) {
+		if got := l.Epochs(); fmt.Sprint(got) != fmt.Sprint([]EpochEntry{{4, 0}, {6, 5}}) {
 			t.Fatalf("Epochs = %v", got)
 		}
 		for _, tt := range []struct {
@@ -579,6 +579,7 @@ func TestAppendReplicated(t *testing.T) {
 			{"gap at start", newBatch(1, 1, 0).at(9, 6).encode()},
 			{"behind LEO", newBatch(1, 1, 0).at(7, 6).encode()},
 			{"backwards", concat(newBatch(2, 1, 0).at(8, 6).encode(), newBatch(1, 1, 0).at(9, 6).encode())},
+			{"gap between batches", concat(newBatch(2, 1, 0).at(8, 6).encode(), newBatch(1, 1, 0).at(11, 6).encode())},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				if _, err := l.AppendReplicated(tt.input); !errors.Is(err, ErrNonMonotonic) {

@@ -55,12 +55,17 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) ([]byte, 
 	views := l.viewsLocked(i, int64(maxBytes)+pos)
 	l.mu.Unlock()
 
-	// Skip to the batch containing offset.
+	// Skip to the batch containing offset. The index is a hint: should its
+	// position not lead to a batch at or before offset, scan from the start.
 	first := views[0]
-	pos, err := skipToOffset(first.seg.logFile, pos, first.end, offset)
+	start, err := skipToOffset(first.seg.logFile, pos, first.end, offset)
+	if pos > 0 && (err != nil || start == pos && !batchStartsAtOrBefore(first.seg.logFile, pos, offset)) {
+		start, err = skipToOffset(first.seg.logFile, 0, first.end, offset)
+	}
 	if err != nil {
 		return nil, err
 	}
+	pos = start
 	var out []byte
 	for vi := 0; vi < len(views); vi++ {
 		v := views[vi]
@@ -127,6 +132,13 @@ func skipToOffset(f File, pos, end, offset int64) (int64, error) {
 		return 0, sc.corrupt
 	}
 	return end, nil
+}
+
+// batchStartsAtOrBefore reports whether the batch at pos has a base offset
+// <= offset.
+func batchStartsAtOrBefore(f File, pos, offset int64) bool {
+	h, err := readBatchHeaderAt(f, pos)
+	return err == nil && h.BaseOffset <= offset
 }
 
 // readBatches appends to out the batches of view v from pos on that fit the

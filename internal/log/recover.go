@@ -193,8 +193,12 @@ func (l *Log) recoverSegments(recoveryPoint int64, haveRecoveryPoint bool) (scan
 	prevNext := int64(-1)
 	for i := 0; i < len(l.segments); i++ {
 		s := l.segments[i]
-		if s.baseOffset < prevNext {
-			l.logger().Warn("log: dropping segment that overlaps the previous one", "dir", l.dir, "base", s.baseOffset, "previous end", prevNext)
+		if prevNext >= 0 && s.baseOffset != prevNext {
+			// Each segment starts where the previous one ended (a roll
+			// starts it at the LEO). Anything else means batches are missing
+			// at the end of the previous segment, or the segments overlap:
+			// the log is cut here.
+			l.logger().Warn("log: dropping segments that do not continue the previous one", "dir", l.dir, "base", s.baseOffset, "previous end", prevNext)
 			return max(scanFrom, s.baseOffset), false, l.dropSegmentsFrom(i)
 		}
 		mayBeClean := haveRecoveryPoint && i == first && i == len(l.segments)-1

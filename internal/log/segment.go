@@ -247,7 +247,8 @@ func (s *segment) resetIndexes() {
 }
 
 // recover rebuilds the segment's indexes from its batches, verifying every
-// batch (header, CRC-32C, offsets not below prevNext), and truncates the
+// batch (header, CRC-32C, base offset continuing the previous batch, the
+// first one at the segment's base offset), and truncates the
 // file at the first batch that fails. onBatch, if set, sees every valid
 // batch. It reports whether anything was cut off.
 func (s *segment) recover(prevNext int64, lim indexLimits, onBatch func(*BatchHeader)) (cut bool, err error) {
@@ -261,7 +262,7 @@ func (s *segment) recover(prevNext int64, lim indexLimits, onBatch func(*BatchHe
 	sc := newBatchScanner(s.logFile, 0, fileSize, true, nil)
 	for sc.next() {
 		h := &sc.h
-		if h.BaseOffset < next || !s.fitsRelOffset(h.LastOffset()) {
+		if h.BaseOffset != next || !s.fitsRelOffset(h.LastOffset()) {
 			sc.corrupt = fmt.Errorf("%w: at position %d: base offset %d after offset %d in segment %d",
 				ErrCorruptBatch, sc.batchPos, h.BaseOffset, next, s.baseOffset)
 			break
@@ -332,7 +333,7 @@ func (s *segment) load(prevNext int64, lim indexLimits) (ok bool, err error) {
 	sc := newBatchScanner(s.logFile, pos, s.size, true, nil)
 	for sc.next() {
 		h := &sc.h
-		if expect >= 0 && h.BaseOffset != expect || h.BaseOffset < next || !s.fitsRelOffset(h.LastOffset()) {
+		if expect >= 0 && h.BaseOffset != expect || expect < 0 && h.BaseOffset != next || !s.fitsRelOffset(h.LastOffset()) {
 			return false, nil
 		}
 		expect = -1
@@ -380,15 +381,26 @@ func readBatchHeaderAt(f File, pos int64) (BatchHeader, error) {
 }
 
 // findTruncationPoint returns the position of the first batch whose last
-// offset is >= offset, and the LEO the segment has once cut there: offset
-// itself, or the base offset of a batch that straddles offset (batches are
-// removed whole).
-func (s *segment) findTruncationPoint(offset int64) (pos, newNext int64, err error) {
-	sc := newBatchScanner(s.logFile, s.lookup(offset), s.size, false, nil)
+// offset is >= offset, and the offset where the batches before it end: the
+// LEO once the segment is cut there (a batch that straddles offset goes
+// whole, and the LEO never sits in a gap).
+func (s *segment) findTruncationPoint(offset int64) (pos, keptEnd int64, err error) {
+	// Start one index entry early so the scan sees the batch before the
+	// truncation point, whose end the LEO becomes.
+	from := s.lookup(offset)
+	if i := floorOffsetEntry(s.offsetIndex, s.relOffset(max(offset, s.baseOffset))); i >= 0 && int64(s.offsetIndex[i].position) == from {
+		from = 0
+		if i > 0 {
+			from = int64(s.offsetIndex[i-1].position)
+		}
+	}
+	keptEnd = s.baseOffset
+	sc := newBatchScanner(s.logFile, from, s.size, false, nil)
 	for sc.next() {
 		if sc.h.LastOffset() >= offset {
-			return sc.batchPos, min(offset, sc.h.BaseOffset), nil
+			return sc.batchPos, keptEnd, nil
 		}
+		keptEnd = sc.h.NextOffset()
 	}
 	if sc.err != nil {
 		return 0, 0, sc.err
@@ -396,7 +408,7 @@ func (s *segment) findTruncationPoint(offset int64) (pos, newNext int64, err err
 	if sc.corrupt != nil {
 		return 0, 0, sc.corrupt
 	}
-	return s.size, min(offset, s.nextOffset), nil
+	return s.size, keptEnd, nil
 }
 
 // truncateTo cuts the segment at position pos, where the batch with base

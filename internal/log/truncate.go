@@ -6,7 +6,8 @@ import (
 
 // Truncate removes every batch at and above offset (a follower cutting its
 // log at the divergence point found with OffsetsForLeaderEpoch). A batch
-// that straddles offset is removed whole. The leader epoch cache loses the
+// that straddles offset is removed whole, so the new LEO is the end of the
+// last batch kept (offset itself when offset is a batch boundary). The leader epoch cache loses the
 // epochs starting at or above the new LEO and producer state is rebuilt
 // from the latest snapshot below it. offset >= LEO is a no-op; offset at or
 // below the log start offset empties the log and restarts it at offset. The
