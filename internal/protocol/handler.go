@@ -16,8 +16,19 @@ type Request struct {
 	CorrelationID int32
 	// ClientID is the header's nullable client id.
 	ClientID *string
-	// Body is the decoded request; Body.GetVersion() == Version.
+	// Body is the decoded request; Body.GetVersion() == Version. Byte
+	// fields (Produce records, SASL tokens, group metadata) alias the
+	// request's frame buffer, which the server never reuses, so handlers
+	// may keep them; strings are copies.
 	Body kmsg.Request
+	// UnsupportedVersion is non-zero only for an ApiVersions request whose
+	// version is above the highest one supported: it then holds the
+	// version the client asked for, while Version is 0 and Body is an
+	// empty v0 ApiVersionsRequest (the rest of the frame is not parsed).
+	// The handler answers with ErrorCode UNSUPPORTED_VERSION (35) and the
+	// supported ranges; the server encodes that response as v0 so that
+	// any client can read it and retry with a version it finds there.
+	UnsupportedVersion int16
 	// Conn describes the connection the request arrived on.
 	Conn *ConnInfo
 }
@@ -36,7 +47,15 @@ type ConnInfo struct {
 // for requests that must wait (acks=all produce, long-poll fetch, group
 // joins): it is called on the connection's write goroutine, in request order,
 // and may block; it must return when its context (the one passed to Handle)
-// is done.
+// is done. Once that context is done the server calls no further Later
+// funcs, but it cannot interrupt one that is running: Server.Close waits for
+// it, so a Later that ignores the context hangs Close.
+//
+// The server takes ownership of the returned response: it may set its
+// version to the request's (it does so only when they differ) and encodes
+// it on the write goroutine, so the handler must not modify it afterwards.
+// A response whose key differs from the request's, or a missing response,
+// is a handler bug and closes the connection.
 type Response struct {
 	Body  kmsg.Response
 	Later func() kmsg.Response

@@ -1,0 +1,246 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for zero Config fields, Kafka's where Kafka has one.
+const (
+	DefaultMaxRequestBytes = 104857600 // socket.request.max.bytes
+	DefaultIdleTimeout     = 10 * time.Minute
+	DefaultWriteTimeout    = 30 * time.Second
+	DefaultMaxInFlight     = 100
+)
+
+// Config configures a Server. The zero value of every field selects its
+// default.
+type Config struct {
+	// MaxRequestBytes is socket.request.max.bytes (default 104857600): a
+	// frame longer than this, or negative, closes the connection before
+	// anything is allocated.
+	MaxRequestBytes int32
+	// Versions reports the implemented version range of an API key;
+	// requests for other keys or versions are not passed to the handler
+	// (see the package documentation for ApiVersions). The range is further
+	// capped at what kmsg can decode. Nil accepts every key and version
+	// kmsg knows, which is meant for tests.
+	Versions VersionsFunc
+	// IdleTimeout is connections.max.idle.ms (default 10 minutes): a
+	// connection that starts no request for this long is closed, and so is
+	// one that takes longer than this to send a frame once its size prefix
+	// has arrived (a client stalled mid-request). Negative disables it.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each write of responses (default 30 seconds), so
+	// that a client that stops reading cannot pin the connection's
+	// goroutines and buffers. Negative disables it.
+	WriteTimeout time.Duration
+	// MaxConnections is max.connections, 0 = unlimited: beyond it, new
+	// connections are closed at once.
+	MaxConnections int
+	// MaxInFlight bounds the queue, between a connection's reader and
+	// writer, of requests handled but not yet answered (default 100; with
+	// the one being written and the one just handled, at most
+	// MaxInFlight+2 are pending). When it is full the reader stops
+	// reading, so TCP flow control pushes back on the client.
+	MaxInFlight int
+	// Logger receives connection errors (debug for client misbehaviour,
+	// error for handler panics and bugs). Nil discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.Versions == nil {
+		c.Versions = kmsgVersions
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Server serves the Kafka protocol on any number of listeners, passing
+// decoded requests to one Handler.
+//
+// Goroutines: Serve runs on its caller's goroutine. Every connection has a
+// read goroutine, which owns the connection and waits for the connection's
+// write goroutine before it ends. Close waits for all of them.
+type Server struct {
+	cfg     Config
+	handler Handler
+	log     *slog.Logger
+
+	// ctx is the parent of every connection's context; cancel is called by
+	// Close.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// nextID numbers connections.
+	nextID atomic.Uint64
+	// wg counts connection goroutines (two per connection). Add is called
+	// only with mu held and closed false, so it never races with Wait.
+	wg sync.WaitGroup
+
+	mu sync.Mutex
+	// closed is set by Close; no listener or connection is added after.
+	closed    bool
+	listeners map[net.Listener]struct{}
+	conns     map[*conn]struct{}
+}
+
+// NewServer returns a server that passes requests to h.
+func NewServer(cfg Config, h Handler) *Server {
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		cfg:       cfg,
+		handler:   h,
+		log:       cfg.Logger,
+		ctx:       ctx,
+		cancel:    cancel,
+		listeners: make(map[net.Listener]struct{}),
+		conns:     make(map[*conn]struct{}),
+	}
+}
+
+// Serve accepts connections on ln until ln is closed. It returns nil once
+// Close has been called, and otherwise the listener's error. Serve closes ln
+// before returning.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.listeners[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// Out of file descriptors and the like: wait, as
+				// net/http does, rather than spin or give up.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("protocol: accept failed; retrying", "err", err, "backoff", backoff)
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-s.ctx.Done():
+					t.Stop()
+					return nil
+				}
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+// isTemporary reports errors that Accept may return while the listener
+// stays usable (the old net.Error Temporary method, which EMFILE sets).
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// startConn registers nc and starts its goroutines, or closes it when the
+// server is closed or full.
+func (s *Server) startConn(nc net.Conn) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections {
+		n := len(s.conns)
+		s.mu.Unlock()
+		s.log.Debug("protocol: too many connections; closing new one", "remote", nc.RemoteAddr(), "connections", n)
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+
+	go c.readLoop()
+	go c.writeLoop()
+}
+
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// NumConnections returns the number of open connections.
+func (s *Server) NumConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Close closes every listener and connection and cancels every request
+// context, then waits for all connection goroutines, including running
+// Later funcs, to end. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	var errs []error
+	for ln := range s.listeners {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	s.cancel()
+	for _, c := range conns {
+		c.shutdown()
+	}
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
