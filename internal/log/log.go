@@ -587,15 +587,20 @@ func (l *Log) flushRoundLocked(closing bool) error {
 		return err
 	}
 	upTo := l.leoLocked()
+	checkpoint := l.checkpointDue
 	var files []File
 	for _, s := range l.segments {
 		if s.logDirty {
 			files = append(files, s.logFile)
+			s.logDirty = false
 		}
-		if s.indexDirty {
+		// Index files matter only below the persisted recovery point
+		// (recovery rebuilds the others), so they are synced only by a
+		// round that moves it: one fsync per append instead of three.
+		if s.indexDirty && checkpoint {
 			files = append(files, s.indexFile, s.timeIdxFile)
+			s.indexDirty = false
 		}
-		s.logDirty, s.indexDirty = false, false
 	}
 	syncDir := l.dirDirty
 	var epochs []byte
@@ -603,7 +608,7 @@ func (l *Log) flushRoundLocked(closing bool) error {
 		epochs = l.epochs.encode()
 	}
 	startOffset, writeStart := l.startOffset, l.startOffsetDirty
-	snaps, checkpoint := l.pendingSnaps, l.checkpointDue
+	snaps := l.pendingSnaps
 	l.dirDirty, l.epochsDirty, l.startOffsetDirty, l.pendingSnaps, l.checkpointDue = false, false, false, nil, false
 	l.mu.Unlock()
 

@@ -1,0 +1,111 @@
+// Package log is samsa's on-disk log of one partition: a segmented,
+// append-only sequence of Kafka v2 record batches, stored byte for byte as
+// producers and leaders sent them, with the indexes, checkpoints and
+// producer state beside them. See docs/storage.md for the durability
+// guarantees; this comment is the format reference.
+//
+// # Files
+//
+// A partition directory holds:
+//
+//	%020d.log                  a segment: batches whose offsets start at the
+//	                           base offset in the name
+//	%020d.index                its sparse offset index
+//	%020d.timeindex            its time index
+//	%020d.snapshot             producer state as of that offset
+//	leader-epoch-checkpoint    the leader epoch cache
+//	recovery-point             offset below which everything is durable
+//	log-start-offset           the log start offset
+//	*.tmp                      a checkpoint being written (deleted on open)
+//
+// Segment (.log): Kafka v2 record batches back to back, nothing else. Only
+// baseOffset and partitionLeaderEpoch are patched on a leader append; both
+// lie outside the CRC-32C (Castagnoli) that covers attributes..end, so no
+// batch is re-encoded (see batch.go for the header layout). Each segment
+// starts at its base offset and each batch where the previous one ended:
+// samsa logs have no offset gaps (there is no compaction yet).
+//
+// Offset index (.index): 8-byte big-endian entries (base offset of a batch
+// minus the segment's base offset: uint32, position of the batch in the
+// segment: uint32), both strictly increasing. An entry is added for the
+// first batch that starts index.interval.bytes or more after the previous
+// entry (or the segment start); a lookup finds the last entry at or below
+// an offset and scans forward from its position.
+//
+// Time index (.timeindex): 12-byte big-endian entries (timestamp: int64,
+// relative offset: uint32). An entry (T, O) says that no batch up to and
+// including the one based at O has a timestamp above T, and that the batch
+// at O has T. Entries are considered at the same points as offset index
+// entries and added only when the largest timestamp grew, so timestamps
+// strictly increase; when a segment stops being the active one (roll,
+// close) a final entry records its largest timestamp.
+//
+// Both indexes are also held in memory (up to about 0.6% of the log's size
+// with the default index.interval.bytes); the files exist so that open does not
+// scan every segment.
+//
+// Checkpoints are text, in Kafka's style: a version line ("0"), then for
+// recovery-point and log-start-offset one offset, for
+// leader-epoch-checkpoint a count line and "epoch startOffset" lines. They
+// are replaced atomically: write a temporary file, fsync, rename, fsync the
+// directory.
+//
+// Producer snapshot (%020d.snapshot, named by the offset it describes the
+// state before): "SPS1", CRC-32C of the rest (uint32), producer count
+// (uint32), then per producer, sorted by id: producerId int64, epoch int16,
+// lastTimestamp int64, batch count uint8, and per remembered batch (at most
+// five) firstSeq int32, lastSeq int32, firstOffset int64, lastOffset int64.
+// Big-endian. Written at every roll (as of the new segment's base offset)
+// and at close.
+//
+// # Appending and rolling
+//
+// Append validates every batch (header, magic, CRC, record count), checks
+// idempotent producer sequences, patches offsets and the leader epoch, and
+// writes the whole request with one write to the active segment, then
+// index entries. A new active segment is rolled, at the LEO, before an
+// append that would make the active one exceed segment.bytes, when its
+// first batch is older than segment.ms, when either index is full
+// (segment.index.bytes), or when relative offsets would overflow.
+//
+// # Durability and flushing
+//
+// Appends go to the page cache. Flush runs a flush round: fdatasync of
+// every file written since the last round, a directory fsync if files were
+// created or removed, then the pending checkpoints (producer snapshots, the
+// leader epoch cache, the log start offset, and after a roll the recovery
+// point). Rounds run one at a time without the append lock; concurrent
+// Flush callers share them (group commit). Close writes recovery point =
+// LEO, so the next Open scans nothing.
+//
+// # Recovery
+//
+// Open loads the checkpoints and the segments. Segments wholly below the
+// recovery point are trusted after cheap checks: their index files must
+// have whole, strictly increasing entries pointing inside the segment, and
+// the batches after the last offset index entry are scanned and verified
+// to find the segment's end. From the segment holding the recovery point to
+// the end, every batch is re-validated — length within the file, magic 2,
+// CRC-32C, base offset exactly where the previous batch ended, relative
+// offsets that fit — and the log is cut at the first byte that fails (a
+// torn or zeroed tail, garbage); the indexes of those segments are rebuilt
+// and later segments deleted. An index that fails its checks is rebuilt
+// from its segment. The leader epoch cache keeps the checkpointed entries
+// below the first verified segment and is rebuilt above it from the
+// batches' partitionLeaderEpoch; an entry for an epoch assigned at the LEO
+// with no batch yet survives. Producer state comes from the latest readable
+// snapshot at or below the recovery point plus a scan of the batch headers
+// from there to the LEO. A log that needed recovery is flushed and
+// checkpointed before Open returns.
+//
+// A flipped bit in a batch's partitionLeaderEpoch cannot be detected (the
+// field is outside the CRC, as in Kafka), and damage below the recovery
+// point is found only where a segment's tail or indexes are checked.
+//
+// # Concurrency
+//
+// See Log for the three locks (flushMu, then segMu, then mu) and what each
+// guards. In short: appends hold only mu and never wait for an fsync;
+// reads hold segMu for reading and mu only to find where to start; flush
+// rounds, truncation, retention and Close serialize on flushMu.
+package log
