@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -78,25 +79,26 @@ func (c *epochCache) truncateFromStart(offset int64) bool {
 // the LEO for the latest epoch); (-1, -1) when epoch is below every cached
 // epoch.
 func (c epochCache) endOffsetFor(epoch int32, leo int64) (int32, int64) {
-	i, found := slices.BinarySearchFunc(c, epoch, func(e EpochEntry, t int32) int {
-		switch {
-		case e.Epoch < t:
-			return -1
-		case e.Epoch > t:
-			return 1
-		}
-		return 0
-	})
-	if !found {
-		i-- // the largest epoch below
-	}
-	if i < 0 {
+	if epoch < 0 || len(c) == 0 {
 		return -1, -1
 	}
-	if i == len(c)-1 {
-		return c[i].Epoch, leo
+	if epoch == c[len(c)-1].Epoch {
+		return epoch, leo
 	}
-	return c[i].Epoch, c[i+1].StartOffset
+	// higher is the first entry with an epoch above the one asked for.
+	higher, _ := slices.BinarySearchFunc(c, epoch+1, func(e EpochEntry, t int32) int {
+		return cmp.Compare(e.Epoch, t)
+	})
+	if higher == len(c) {
+		// Above every epoch this log knows: undefined, as in Kafka.
+		return -1, -1
+	}
+	if higher == 0 {
+		// Below the earliest epoch: Kafka answers the epoch asked for and
+		// the earliest epoch's start, so a follower truncates there.
+		return epoch, c[0].StartOffset
+	}
+	return c[higher-1].Epoch, c[higher].StartOffset
 }
 
 func (c epochCache) encode() []byte {

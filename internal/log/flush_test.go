@@ -85,7 +85,7 @@ func TestEpochCache(t *testing.T) {
 		epoch     int32
 		wantEpoch int32
 		wantEnd   int64
-	}{{0, -1, -1}, {1, 1, 10}, {2, 1, 10}, {3, 3, 25}, {4, 4, 50}, {9, 4, 50}} {
+	}{{-1, -1, -1}, {0, 0, 0}, {1, 1, 10}, {2, 1, 10}, {3, 3, 25}, {4, 4, 50}, {9, -1, -1}} {
 		if e, end := base.endOffsetFor(tt.epoch, 50); e != tt.wantEpoch || end != tt.wantEnd {
 			t.Errorf("endOffsetFor(%d) = %d, %d; want %d, %d", tt.epoch, e, end, tt.wantEpoch, tt.wantEnd)
 		}

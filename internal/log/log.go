@@ -198,11 +198,11 @@ func (l *Log) LatestEpoch() int32 {
 	return l.epochs.latest()
 }
 
-// EndOffsetForEpoch answers OffsetsForLeaderEpoch: the largest epoch <=
-// epoch in the cache and its end offset (the start offset of the next
-// epoch, or the LEO for the latest epoch). (-1, -1) if epoch is below
-// every cached epoch. Unlike Kafka, an epoch above the latest answers
-// (latest, LEO) rather than (-1, -1).
+// EndOffsetForEpoch answers OffsetsForLeaderEpoch exactly as Kafka's
+// leader-epoch cache does: for the latest epoch, (epoch, LEO); for an older
+// one, the largest cached epoch <= epoch and the start offset of the next
+// cached epoch; for an epoch below every cached one, (epoch, start offset of
+// the earliest); for an epoch above the latest, or an empty cache, (-1, -1).
 func (l *Log) EndOffsetForEpoch(epoch int32) (foundEpoch int32, endOffset int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -523,7 +523,7 @@ func TestLeaderEpochCache(t *testing.T) {
 			}
 		}
 		check(t, []EpochEntry{{1, 0}, {3, 4}, {5, 10}}, 11, [][3]int64{
-			{0, -1, -1}, {1, 1, 4}, {2, 1, 4}, {3, 3, 10}, {4, 3, 10}, {5, 5, 11}, {6, 5, 11},
+			{0, 0, 0}, {1, 1, 4}, {2, 1, 4}, {3, 3, 10}, {4, 3, 10}, {5, 5, 11}, {6, -1, -1},
 		})
 		l.Close()
 		l = mustOpen(t, env.dir, cfg)
@@ -532,7 +532,7 @@ func TestLeaderEpochCache(t *testing.T) {
 		if err := l.Truncate(6); err != nil {
 			t.Fatal(err)
 		}
-		check(t, []EpochEntry{{1, 0}, {3, 4}}, 6, [][3]int64{{3, 3, 6}, {5, 3, 6}})
+		check(t, []EpochEntry{{1, 0}, {3, 4}}, 6, [][3]int64{{3, 3, 6}, {5, -1, -1}})
 		if err := l.Truncate(4); err != nil {
 			t.Fatal(err)
 		}

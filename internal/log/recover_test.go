@@ -150,7 +150,9 @@ func TestRecoverDamagedSegment(t *testing.T) {
 				checkLogMatches(t, l, want)
 				wantEpoch, wantEnd := int32(2), leo
 				if leo == 0 {
-					wantEpoch, wantEnd = -1, -1 // no batch of epoch 2 is left
+					// No batch of epoch 2 is left: below the earliest epoch, Kafka
+					// answers the epoch asked for and the earliest epoch's start.
+					wantEpoch, wantEnd = 2, 0
 				}
 				if e, off := l.EndOffsetForEpoch(2); e != wantEpoch || off != wantEnd {
 					t.Fatalf("EndOffsetForEpoch(2) = %d, %d; want %d, %d", e, off, wantEpoch, wantEnd)
