@@ -132,7 +132,7 @@ func (b *Broker) start(ctx context.Context) error {
 	if err := b.partitions.openExisting(b.cache.Snapshot()); err != nil {
 		return err
 	}
-	if b.session, err = client.RegisterBroker(ctx, b.advertised, b.cfg.SessionTimeout); err != nil {
+	if b.session, err = b.register(ctx); err != nil {
 		return fmt.Errorf("broker: register node %d: %w", b.cfg.NodeID, err)
 	}
 
@@ -162,6 +162,37 @@ func (b *Broker) start(ctx context.Context) error {
 	b.logger.Info("broker started", "cluster", b.clusterID, "listeners", b.Addrs(),
 		"advertised", net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))))
 	return nil
+}
+
+// registerRetryWindow is how long past the session timeout register keeps
+// retrying: etcd may extend a lease by an election timeout when a leader
+// takes over, and checks for expired leases every 500 ms.
+const registerRetryWindow = 5 * time.Second
+
+// register registers the broker in etcd. The registration of a previous
+// incarnation that did not shut down cleanly (kill -9, a crash) lives on
+// until its lease expires: up to the session timeout after etcd last
+// (re)started, which for the embedded etcd is just now. Like a Kafka broker
+// whose registration the controller rejects as a duplicate, keep retrying
+// until that much time has passed; a registration that is still held after
+// it belongs to a live broker with the same node.id.
+func (b *Broker) register(ctx context.Context) (*coord.Session, error) {
+	deadline := time.Now().Add(b.cfg.SessionTimeout + registerRetryWindow)
+	for logged := false; ; logged = true {
+		s, err := b.client.RegisterBroker(ctx, b.advertised, b.cfg.SessionTimeout)
+		if !errors.Is(err, coord.ErrBrokerIDInUse) || time.Now().After(deadline) {
+			return s, err
+		}
+		if !logged {
+			b.logger.Warn("node id registered by another session, probably this broker's before it stopped uncleanly; retrying until that session expires",
+				"session_timeout", b.cfg.SessionTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (while waiting for an older registration to expire: %v)", err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // advertisedBroker derives the registration from advertised.listeners, or
