@@ -1,0 +1,277 @@
+package coord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/samsa-io/samsa/internal/meta"
+)
+
+// VersionedBroker is a broker registration with the etcd revisions of its
+// key. CreateRevision identifies the live registration (the incarnation):
+// it changes when the broker re-registers after a restart or a lost
+// session, which is what BrokerRegistered compares.
+type VersionedBroker struct {
+	meta.Broker
+	CreateRevision int64
+	ModRevision    int64
+}
+
+// Session is a broker's registration, kept alive on an etcd lease. While
+// Done is open the registration exists; once it closes (lease expired,
+// revoked, or not kept alive for its TTL) the broker must stop acting as a
+// leader and register again.
+//
+// The keepalive goroutine, owned by the session (Close waits for it, and
+// Client.Close stops it), is the only writer of the state behind Done/Err.
+type Session struct {
+	client         *Client
+	broker         meta.Broker
+	lease          clientv3.LeaseID
+	ttl            time.Duration // granted by etcd; may exceed the request
+	createRevision int64
+
+	stop context.CancelFunc // stops the keepalive
+	done chan struct{}      // closed when the keepalive goroutine exits
+
+	// mu guards closing and err.
+	mu      sync.Mutex
+	closing bool  // Close was called
+	err     error // nil while live; ErrSessionLost or ErrClosed after
+}
+
+// lostMargin is how much earlier than etcd could expire the lease the
+// session declares itself lost. etcd counts the TTL from when it handled
+// the last keepalive, which is before the client sees the response; the
+// margin covers that delay, so the broker stops acting as leader before
+// its registration can vanish.
+func lostMargin(ttl time.Duration) time.Duration { return min(ttl/4, time.Second) }
+
+// RegisterBroker writes b's registration under brokers/<id>, attached to a
+// new lease with the given TTL (rounded up to whole seconds; etcd may
+// grant more), and keeps the lease alive in the background. It fails with
+// ErrBrokerIDInUse if another live registration holds the id. A leftover
+// registration of this very incarnation (an equal meta.Broker, e.g. after
+// this process lost its session while the lease still lived) is revoked
+// and replaced.
+func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Duration) (*Session, error) {
+	if b.ID < 0 {
+		return nil, fmt.Errorf("%w: broker id %d", ErrInvalid, b.ID)
+	}
+	if ttl <= 0 {
+		return nil, fmt.Errorf("%w: session ttl %v", ErrInvalid, ttl)
+	}
+	val, err := meta.Encode(b)
+	if err != nil {
+		return nil, fmt.Errorf("coord: encode broker %d: %w", b.ID, err)
+	}
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	op := fmt.Sprintf("register broker %d", b.ID)
+	key := c.keys.abs(relBroker(b.ID))
+
+	g, err := c.etcd.Grant(ctx, int64((ttl+time.Second-1)/time.Second))
+	if err != nil {
+		return nil, c.wrapErr(op, err)
+	}
+	revoke := func() {
+		rctx, rcancel := context.WithTimeout(c.ctx, c.dialTimeout)
+		defer rcancel()
+		_, _ = c.etcd.Revoke(rctx, g.ID)
+	}
+	var createRevision int64
+	for attempt := 0; ; attempt++ {
+		resp, err := c.etcd.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, string(val), clientv3.WithLease(g.ID))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			revoke()
+			return nil, c.wrapErr(op, err)
+		}
+		if resp.Succeeded {
+			createRevision = resp.Header.Revision
+			c.noteRevision(createRevision)
+			break
+		}
+		kvs := resp.Responses[0].GetResponseRange().Kvs
+		if len(kvs) == 0 {
+			continue // expired in between: try again
+		}
+		var old meta.Broker
+		if attempt > 0 || kvs[0].Lease == 0 || meta.Decode(kvs[0].Value, &old) != nil || old != b {
+			revoke()
+			return nil, fmt.Errorf("coord: %s: %w", op, ErrBrokerIDInUse)
+		}
+		// Our own incarnation's leftover: revoke its lease, which deletes it.
+		if _, err := c.etcd.Revoke(ctx, clientv3.LeaseID(kvs[0].Lease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			revoke()
+			return nil, c.wrapErr(op, err)
+		}
+	}
+
+	s := &Session{
+		client:         c,
+		broker:         b,
+		lease:          g.ID,
+		ttl:            time.Duration(g.TTL) * time.Second,
+		createRevision: createRevision,
+		done:           make(chan struct{}),
+	}
+	// Renew once in the foreground: Grant and Txn may have waited on a
+	// reconnecting etcd for a good part of the TTL, and the session must
+	// not start out already close to its deadline.
+	renewed := time.Now()
+	once, err := c.etcd.KeepAliveOnce(ctx, g.ID)
+	if err != nil {
+		revoke()
+		return nil, c.wrapErr(op, err)
+	}
+	ttlNow := time.Duration(once.TTL) * time.Second
+	deadline := renewed.Add(ttlNow - lostMargin(ttlNow))
+	kctx, stop := context.WithCancel(c.ctx)
+	s.stop = stop
+	ka, err := c.etcd.KeepAlive(kctx, g.ID)
+	if err != nil {
+		stop()
+		revoke()
+		return nil, c.wrapErr(op, err)
+	}
+	if err := c.goStart(func() { s.run(ka, deadline) }); err != nil {
+		stop()
+		return nil, fmt.Errorf("coord: %s: %w", op, err)
+	}
+	return s, nil
+}
+
+// run drains the keepalive responses and watches the lease deadline; it
+// closes done when the lease is lost or the session closed.
+func (s *Session) run(ka <-chan *clientv3.LeaseKeepAliveResponse, deadline time.Time) {
+	defer close(s.done)
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		select {
+		case resp, ok := <-ka:
+			if !ok {
+				s.finish("keepalive ended (lease expired, revoked, or etcd unreachable)")
+				return
+			}
+			ttl := time.Duration(resp.TTL) * time.Second
+			timer.Reset(ttl - lostMargin(ttl))
+		case <-timer.C:
+			s.stop() // let the lease expire; etcd deletes the registration
+			s.finish("no keepalive answered within the lease TTL")
+			return
+		}
+	}
+}
+
+// finish records why the session ended.
+func (s *Session) finish(why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.client.ctx.Err() != nil {
+		s.err = ErrClosed
+		return
+	}
+	s.err = ErrSessionLost
+	s.client.log.Warn("coord: broker session lost", "broker", s.broker.ID, "lease", int64(s.lease), "reason", why)
+}
+
+// Done is closed when the session ends: lease lost, Close, or Client.Close.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Err is nil while the session is live, ErrSessionLost after the lease was
+// lost, ErrClosed after Close (or Client.Close).
+func (s *Session) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Broker returns the registered broker.
+func (s *Session) Broker() meta.Broker { return s.broker }
+
+// TTL returns the lease TTL granted by etcd.
+func (s *Session) TTL() time.Duration { return s.ttl }
+
+// LeaseID returns the etcd lease id (for logs and diagnostics).
+func (s *Session) LeaseID() int64 { return int64(s.lease) }
+
+// CreateRevision returns the create revision of the registration key,
+// which identifies this incarnation (VersionedBroker.CreateRevision).
+func (s *Session) CreateRevision() int64 { return s.createRevision }
+
+// Condition holds while this registration is still the live one; a leader
+// can fence its own ISR writes with it.
+func (s *Session) Condition() Condition { return BrokerRegistered(s.broker.ID, s.createRevision) }
+
+// Close revokes the lease, which deletes the registration at once (clean
+// shutdown), and stops the keepalive. A lease that is already gone is not
+// an error. If etcd cannot be reached the keepalive still stops, and the
+// registration expires after its TTL.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	already := s.closing
+	s.closing = true
+	s.mu.Unlock()
+	if already {
+		<-s.done
+		return nil
+	}
+	ctx, cancel := s.client.opCtx(ctx)
+	defer cancel()
+	_, err := s.client.etcd.Revoke(ctx, s.lease)
+	s.stop()
+	<-s.done
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return s.client.wrapErr(fmt.Sprintf("revoke session of broker %d", s.broker.ID), err)
+	}
+	return nil
+}
+
+// Brokers lists the registered (live) brokers, ordered by id.
+func (c *Client) Brokers(ctx context.Context) ([]meta.Broker, error) {
+	vbs, err := c.VersionedBrokers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]meta.Broker, len(vbs))
+	for i, vb := range vbs {
+		out[i] = vb.Broker
+	}
+	return out, nil
+}
+
+// VersionedBrokers lists the registered brokers with their key revisions,
+// ordered by id.
+func (c *Client) VersionedBrokers(ctx context.Context) ([]VersionedBroker, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	resp, err := c.etcd.Get(ctx, c.keys.brokers(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, c.wrapErr("list brokers", err)
+	}
+	out := make([]VersionedBroker, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if c.keys.parse(string(kv.Key)).kind != kindBroker {
+			continue
+		}
+		var b meta.Broker
+		if err := meta.Decode(kv.Value, &b); err != nil {
+			return nil, fmt.Errorf("coord: key %s: %w", kv.Key, err)
+		}
+		out = append(out, VersionedBroker{Broker: b, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision})
+	}
+	slices.SortFunc(out, func(a, b VersionedBroker) int { return int(a.ID) - int(b.ID) })
+	return out, nil
+}

@@ -1,0 +1,217 @@
+package coord
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/meta"
+)
+
+var incarnation atomic.Int64
+
+// testBroker returns a registration of a new incarnation of broker id.
+func testBroker(id int32) meta.Broker {
+	return meta.Broker{ID: id, Host: "127.0.0.1", Port: 9092 + id, Rack: "r1", StartedUnixMs: time.Now().UnixMilli()*1000 + incarnation.Add(1)}
+}
+
+func register(t *testing.T, c *Client, b meta.Broker, ttl time.Duration) *Session {
+	t.Helper()
+	s, err := c.RegisterBroker(testCtx(t), b, ttl)
+	if err != nil {
+		t.Fatalf("RegisterBroker(%d): %v", b.ID, err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+func isDone(s *Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func brokerIDs(t *testing.T, c *Client) []int32 {
+	t.Helper()
+	bs, err := c.Brokers(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int32, len(bs))
+	for i, b := range bs {
+		ids[i] = b.ID
+	}
+	return ids
+}
+
+func TestRegisterBroker(t *testing.T) {
+	eps := sharedEtcd(t)
+	cluster := clusterName(t)
+	a, b := connect(t, eps, cluster), connect(t, eps, cluster)
+
+	b1 := testBroker(1)
+	s1 := register(t, a, b1, 2*time.Second)
+	s2 := register(t, b, testBroker(2), 2*time.Second)
+	if s1.TTL() < 2*time.Second || s1.CreateRevision() == 0 || s1.LeaseID() == 0 || s1.Err() != nil {
+		t.Fatalf("session: ttl %v, create revision %d, lease %d, err %v", s1.TTL(), s1.CreateRevision(), s1.LeaseID(), s1.Err())
+	}
+	if got := brokerIDs(t, a); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("brokers %v, want [1 2]", got)
+	}
+	vbs, err := b.VersionedBrokers(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vbs[0].Broker != b1 || vbs[0].CreateRevision != s1.CreateRevision() {
+		t.Fatalf("registration %+v, want %+v at create revision %d", vbs[0], b1, s1.CreateRevision())
+	}
+
+	// Another process (another incarnation) cannot take a live id, from
+	// either client.
+	for _, c := range []*Client{a, b} {
+		_, err := c.RegisterBroker(testCtx(t), testBroker(1), 2*time.Second)
+		mustIs(t, err, ErrBrokerIDInUse)
+	}
+
+	// Keepalive holds the registration well past its TTL: the session must
+	// not end during 1.5 TTL (a span of time is the condition here).
+	select {
+	case <-s1.Done():
+		t.Fatalf("session ended within 1.5 TTL: %v", s1.Err())
+	case <-time.After(3 * time.Second):
+	}
+	if got := brokerIDs(t, b); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("brokers after 1.5 TTL %v, want [1 2]", got)
+	}
+
+	// A clean Close revokes at once: no waiting for the TTL.
+	if err := s1.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !isDone(s1) {
+		t.Fatal("Done not closed after Close")
+	}
+	mustIs(t, s1.Err(), ErrClosed)
+	if got := brokerIDs(t, b); fmt.Sprint(got) != "[2]" {
+		t.Fatalf("brokers after Close %v, want [2]", got)
+	}
+	if err := s1.Close(testCtx(t)); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	// The id is free again, for any incarnation.
+	s1b := register(t, b, testBroker(1), 2*time.Second)
+	if s1b.CreateRevision() <= s1.CreateRevision() {
+		t.Fatalf("new registration create revision %d, not after %d", s1b.CreateRevision(), s1.CreateRevision())
+	}
+	if isDone(s2) {
+		t.Fatalf("unrelated session ended: %v", s2.Err())
+	}
+}
+
+func TestRegisterBrokerValidates(t *testing.T) {
+	c := connect(t, sharedEtcd(t), clusterName(t))
+	_, err := c.RegisterBroker(testCtx(t), meta.Broker{ID: -1}, time.Second)
+	mustIs(t, err, ErrInvalid)
+	_, err = c.RegisterBroker(testCtx(t), meta.Broker{ID: 1}, 0)
+	mustIs(t, err, ErrInvalid)
+}
+
+// A process whose client died without revoking (crash) leaves its
+// registration until the TTL ends; the same incarnation may take it over
+// at once, a new one may not.
+func TestRegisterBrokerSameIncarnationTakesOver(t *testing.T) {
+	eps := sharedEtcd(t)
+	cluster := clusterName(t)
+	old := connect(t, eps, cluster)
+	b := testBroker(7)
+	s := register(t, old, b, 10*time.Second)
+	old.Close() // no revoke: the lease lives on in etcd
+	<-s.Done()
+	mustIs(t, s.Err(), ErrClosed)
+
+	c := connect(t, eps, cluster)
+	if got := brokerIDs(t, c); fmt.Sprint(got) != "[7]" {
+		t.Fatalf("brokers %v, want the leftover [7]", got)
+	}
+	other := b
+	other.StartedUnixMs++
+	_, err := c.RegisterBroker(testCtx(t), other, 10*time.Second)
+	mustIs(t, err, ErrBrokerIDInUse)
+
+	s2 := register(t, c, b, 10*time.Second)
+	if s2.CreateRevision() <= s.CreateRevision() {
+		t.Fatalf("takeover create revision %d, not after %d", s2.CreateRevision(), s.CreateRevision())
+	}
+	vbs, err := c.VersionedBrokers(testCtx(t))
+	if err != nil || len(vbs) != 1 || vbs[0].CreateRevision != s2.CreateRevision() {
+		t.Fatalf("registrations %+v, %v; want the new one only", vbs, err)
+	}
+}
+
+// Cut off from etcd, a session ends within its TTL, before or when etcd
+// expires the lease, and etcd deletes the registration.
+func TestSessionLostWhenEtcdUnreachable(t *testing.T) {
+	eps := sharedEtcd(t)
+	p := newProxy(t, eps[0])
+	cluster := clusterName(t)
+	c := connect(t, p.endpoints(), cluster)
+	observer := connect(t, eps, cluster)
+	const ttl = 3 * time.Second
+	s := register(t, c, testBroker(3), ttl)
+
+	p.setDown(true)
+	// Fencing order: the session ends before etcd can delete the
+	// registration (which the controller takes as the broker's death).
+	waitFor(t, 3*ttl, func() error {
+		if ids := brokerIDs(t, observer); len(ids) != 0 {
+			return fmt.Errorf("registrations %v remain", ids)
+		}
+		// Checked after the read: not done now means not done when the
+		// registration vanished.
+		if !isDone(s) {
+			t.Fatal("registration expired in etcd while the session was still live")
+		}
+		return nil
+	})
+	mustIs(t, s.Err(), ErrSessionLost)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Logf("Close of a lost session: %v", err) // etcd unreachable: allowed
+	}
+
+	// Reachable again: the broker registers anew.
+	p.setDown(false)
+	s2 := register(t, c, testBroker(3), ttl)
+	select {
+	case <-s2.Done():
+		t.Fatalf("new session ended within its TTL: %v", s2.Err())
+	case <-time.After(ttl):
+	}
+}
+
+// A lease revoked by someone else ends the session at once.
+func TestSessionLostWhenLeaseRevoked(t *testing.T) {
+	eps := sharedEtcd(t)
+	cluster := clusterName(t)
+	c := connect(t, eps, cluster)
+	other := connect(t, eps, cluster)
+	s := register(t, c, testBroker(4), 3*time.Second)
+	if _, err := other.etcd.Revoke(testCtx(t), leaseID(s)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("session still live after its lease was revoked")
+	}
+	mustIs(t, s.Err(), ErrSessionLost)
+	if err := s.Close(testCtx(t)); err != nil {
+		t.Fatalf("Close after revoke: %v", err)
+	}
+}

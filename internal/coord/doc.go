@@ -1,0 +1,146 @@
+// Package coord is samsa's coordination layer and the only package that
+// talks to etcd (etcd takes ZooKeeper's place in Kafka's design). It keeps
+// the cluster metadata in etcd, registers brokers on leases, writes every
+// shared state by compare-and-swap, keeps a watch-maintained local cache of
+// all of it, and can run an etcd member inside the samsa process.
+//
+// # Keyspace
+//
+// All keys of one samsa cluster live under /samsa/<cluster>/, where
+// <cluster> is a name given to Connect ("default" unless configured).
+// Several samsa clusters can share one etcd. Values are JSON as written by
+// meta.Encode, except where noted.
+//
+//	key                       value                               written by
+//	cluster-id                22-character URL-safe base64 UUID   the first ClusterID call, create-if-absent txn; never changed
+//	                          (plain text, Kafka's rendering)
+//	brokers/<id>              meta.Broker                         the broker itself, on its lease (RegisterBroker)
+//	controller/...            etcd election keys                  controller candidates (reserved; later issue)
+//	topics/<name>             meta.Topic                          whoever creates or alters the topic (CreateTopic, UpdateTopic)
+//	partitions/<topic>/<p>    meta.PartitionState                 CreateTopic/UpdateTopic (initial state), then the controller
+//	                                                              (elections) and the partition leader (ISR changes), by CAS
+//	producer-ids              next free producer id (decimal)     brokers, by CAS (AllocateProducerIDs)
+//
+// <id> and <p> are decimal. Topic names follow Kafka's rules (1..249
+// characters of [a-zA-Z0-9._-]), so they contain no '/' and every key
+// parses back unambiguously; keys this package does not know are ignored.
+//
+// # Writes, compare-and-swap and fencing
+//
+// Every write is one etcd transaction, so readers never see half of one:
+//
+//   - CreateTopic puts the topic and the initial states of its partitions
+//     in one transaction that commits only if the topic key and every key
+//     under partitions/<topic>/ are absent (else ErrTopicExists).
+//   - DeleteTopic deletes the topic key and the partitions/<topic>/ range
+//     together.
+//   - UpdateTopic is a read-modify-write loop: it compares the topic key's
+//     mod revision with the one it read, and on a lost race reads again
+//     and re-applies the caller's function, so concurrent updates never
+//     lose one another. New partition states (CreatePartitions) are created
+//     in the same transaction, each conditioned on being absent.
+//   - CASPartitionState writes one state if its key's mod revision is still
+//     the one the writer read (0: the key must not exist), the topic still
+//     exists, and every extra Condition holds. The mod revision it returns
+//     is the one to compare against next time. Conditions compare another
+//     key's create or mod revision: BrokerRegistered (a leader adding a
+//     follower to the ISR conditions the write on the follower's
+//     registration being the live one it saw, so a dead or restarted broker
+//     never joins the ISR), Session.Condition (a leader fencing its own
+//     writes with its own registration), TopicUnchanged. The controller's
+//     election key will be one more (its create revision is the controller
+//     epoch). A failed CAS reports ErrConflict if the state moved,
+//     ErrConditionFailed naming the condition otherwise, ErrTopicNotFound
+//     if the topic is gone.
+//   - AllocateProducerIDs advances producer-ids by CAS, so blocks never
+//     overlap.
+//
+// This package stores the states it is given: bumping LeaderEpoch and
+// PartitionEpoch, and keeping the leader in the ISR, is the writer's job.
+//
+// Every write records its commit revision; Client.LastRevision is the
+// highest, and Cache.WaitRevision(ctx, c.LastRevision()) gives
+// read-your-writes.
+//
+// CreateTopic writes len(states)+1 keys in one transaction, which etcd
+// limits (--max-txn-ops, default 128; --max-request-bytes, default 1.5 MiB).
+// The embedded member raises these to 10240 operations and 8 MiB; an
+// external etcd must be configured likewise for topics with more than 127
+// partitions. Beyond the limit the write fails with ErrTxnTooLarge.
+//
+// # Broker sessions
+//
+// RegisterBroker grants a lease with the session timeout as TTL, puts
+// brokers/<id> on it with a create-if-absent transaction (ErrBrokerIDInUse
+// if another live registration holds the id; a leftover of the very same
+// incarnation, an equal meta.Broker, is revoked and replaced), renews it
+// once in the foreground and keeps it alive in the background. The key's
+// create revision identifies the incarnation.
+//
+// Session.Done closes when the lease is lost: revoked, expired, or not
+// renewed in time because etcd is unreachable. The session counts the TTL
+// from its own last successful renewal minus a margin (a quarter of the
+// TTL, at most one second), because etcd counts it from the moment it
+// handled the renewal, which is earlier: so the broker learns that it must
+// stop acting as leader before etcd deletes its registration and the
+// controller elects other leaders. A lease revoked by someone else is
+// noticed at the next renewal (every third of the TTL). Session.Close
+// revokes the lease, deleting the registration at once; Client.Close
+// without Session.Close leaves it to expire, as a crash would.
+//
+// # Cache
+//
+// Cache is the metadata every broker reads. NewCache reads the whole
+// cluster prefix (one Get, at revision R) and watches it from R+1. Each
+// watch response is applied as a whole to a copy of the current Snapshot
+// (copy on write: only the maps and per-topic partition slices that change
+// are copied), which is then published through an atomic pointer; readers
+// never lock, and a Snapshot never changes once published. Snapshot.Revision
+// is the revision of the last applied event (not the response header's,
+// which runs ahead while a watch catches up), or of a progress
+// notification, which etcd sends only when every earlier event has been
+// delivered.
+//
+// Changed returns a channel closed at the next publication with new
+// content (a broadcast; a fresh channel replaces it). WaitRevision waits
+// until Snapshot.Revision reaches a revision; since a revision may belong to
+// a key outside the prefix, which produces no event, it also asks etcd for
+// progress notifications while it waits. Sync waits for etcd's current
+// revision.
+//
+// When the watch fails (history compacted past it, no leader, stream
+// closed), the cache reads the whole prefix again, publishes that, and
+// watches from the new revision, retrying reads with backoff (100 ms to
+// 2 s). A value that does not decode is logged and left out of the
+// snapshot. ControllerID stays -1 until the controller election exists.
+//
+// # Timeouts and errors
+//
+// Every call takes a context. Calls whose context has no deadline get the
+// client's request timeout (WithRequestTimeout, default 10 s), Connect the
+// dial timeout (WithDialTimeout, default 5 s), so nothing waits forever on
+// an unreachable etcd; gRPC retries a lost connection at least every
+// 2.4 s (its default backoff grows to two minutes). Errors
+// wrap this package's sentinels (ErrTopicExists, ErrConflict, ...) and the
+// cause with %w; context errors stay matchable with errors.Is, and
+// ErrUnavailable marks a failure to reach etcd, after which the outcome of
+// a write is unknown.
+//
+// # Goroutines
+//
+// Each Session runs one keepalive goroutine; each Cache runs its watch
+// goroutine and one that requests progress notifications. All are owned by
+// the Client: Session.Close and Cache.Close stop and wait for their own,
+// Client.Close stops and waits for all of them before closing the
+// connection.
+//
+// # Embedded etcd
+//
+// StartEmbedded runs an etcd member in-process (for `samsa server` without
+// an external etcd) and returns once it serves clients. Port 0 in its URLs
+// picks free ports (ports are chosen before etcd binds them, so that the
+// member advertises real ones; a lost race is retried). It compacts revision
+// history older than ten minutes. etcd's zap logs go to the given slog
+// logger at error level only, and at debug level once Close has begun
+// (etcd reports its own orderly shutdown as errors).
+package coord

@@ -1,0 +1,120 @@
+package coord
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Relative key names under the cluster prefix (see doc.go).
+const (
+	keyClusterID   = "cluster-id"
+	keyProducerIDs = "producer-ids"
+	keyController  = "controller"
+	dirBrokers     = "brokers/"
+	dirTopics      = "topics/"
+	dirPartitions  = "partitions/"
+)
+
+// maxNameLen is Kafka's limit on topic name length.
+const maxNameLen = 249
+
+// keyspace builds the absolute etcd keys of one samsa cluster.
+type keyspace struct {
+	prefix string // "/samsa/<cluster>/"
+}
+
+func newKeyspace(cluster string) keyspace { return keyspace{prefix: "/samsa/" + cluster + "/"} }
+
+func (k keyspace) abs(rel string) string              { return k.prefix + rel }
+func (k keyspace) clusterID() string                  { return k.prefix + keyClusterID }
+func (k keyspace) producerIDs() string                { return k.prefix + keyProducerIDs }
+func (k keyspace) brokers() string                    { return k.prefix + dirBrokers }
+func (k keyspace) topic(name string) string           { return k.prefix + relTopic(name) }
+func (k keyspace) partitionsOf(topic string) string   { return k.prefix + dirPartitions + topic + "/" }
+func (k keyspace) partition(t string, p int32) string { return k.prefix + relPartition(t, p) }
+
+func relBroker(id int32) string   { return dirBrokers + strconv.FormatInt(int64(id), 10) }
+func relTopic(name string) string { return dirTopics + name }
+func relPartition(t string, p int32) string {
+	return dirPartitions + t + "/" + strconv.FormatInt(int64(p), 10)
+}
+
+// keyKind classifies a key of the cluster prefix.
+type keyKind int
+
+const (
+	kindOther keyKind = iota
+	kindClusterID
+	kindBroker
+	kindTopic
+	kindPartition
+)
+
+// parsedKey is a key of the cluster prefix taken apart.
+type parsedKey struct {
+	kind      keyKind
+	broker    int32
+	topic     string
+	partition int32
+}
+
+// parse classifies an absolute key. Keys it does not know (the controller
+// election, producer-ids, anything malformed) come back as kindOther.
+func (k keyspace) parse(key string) parsedKey {
+	rel, ok := strings.CutPrefix(key, k.prefix)
+	if !ok {
+		return parsedKey{}
+	}
+	switch {
+	case rel == keyClusterID:
+		return parsedKey{kind: kindClusterID}
+	case strings.HasPrefix(rel, dirBrokers):
+		id, err := strconv.ParseInt(rel[len(dirBrokers):], 10, 32)
+		if err != nil || id < 0 {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindBroker, broker: int32(id)}
+	case strings.HasPrefix(rel, dirTopics):
+		name := rel[len(dirTopics):]
+		if validName(name) != nil {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindTopic, topic: name}
+	case strings.HasPrefix(rel, dirPartitions):
+		topic, num, ok := strings.Cut(rel[len(dirPartitions):], "/")
+		if !ok || validName(topic) != nil {
+			return parsedKey{}
+		}
+		p, err := strconv.ParseInt(num, 10, 32)
+		if err != nil || p < 0 {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindPartition, topic: topic, partition: int32(p)}
+	}
+	return parsedKey{}
+}
+
+// validName checks a topic name against Kafka's rules (1..249 characters
+// of [a-zA-Z0-9._-], not "." or ".."). Besides matching Kafka, it keeps
+// '/' out of the keyspace, so every key parses back unambiguously.
+func validName(name string) error {
+	if name == "" || len(name) > maxNameLen || name == "." || name == ".." {
+		return fmt.Errorf("%w: topic name %q", ErrInvalid, name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: topic name %q has illegal character %q", ErrInvalid, name, c)
+		}
+	}
+	return nil
+}
+
+// validCluster checks a cluster name: one non-empty key segment.
+func validCluster(name string) error {
+	if name == "" || strings.ContainsAny(name, "/") || len(name) > 255 {
+		return fmt.Errorf("%w: cluster name %q", ErrInvalid, name)
+	}
+	return nil
+}
