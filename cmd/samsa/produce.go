@@ -90,6 +90,9 @@ func (o *produceOptions) clientOpts(idempotentSet bool) ([]kgo.Opt, error) {
 		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerLinger(o.linger),
 		kgo.RecordDeliveryTimeout(o.timeout),
+		// Like kafka-console-producer: a missing topic is created when the
+		// broker allows auto-creation (auto.create.topics.enable).
+		kgo.AllowAutoTopicCreation(),
 	}
 	if idempotent {
 		// A CLI must honour its timeout even for a request whose fate is
