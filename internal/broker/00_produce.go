@@ -17,6 +17,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +27,9 @@ import (
 	"github.com/samsa-io/samsa/internal/protocol"
 	"github.com/samsa-io/samsa/internal/records"
 )
+
+// compressionZstd is the codec number of zstd in batch attributes.
+const compressionZstd = 4
 
 // appended is one partition's append awaiting its acknowledgement.
 type appended struct {
@@ -70,7 +74,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 				}
 			}
 			if code == 0 {
-				info, err := b.appendProduced(lp, p.Records)
+				info, err := b.appendProduced(lp, p.Records, r.Version)
 				if err != nil {
 					code = errorCode(err)
 					if code == kerr.UnknownServerError.Code {
@@ -127,16 +131,21 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 }
 
 // appendProduced validates and appends one partition's records.
-func (b *Broker) appendProduced(lp *localPartition, recs []byte) (klog.AppendInfo, error) {
+func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16) (klog.AppendInfo, error) {
 	st := lp.settings.Load()
-	if _, err := records.Validate(recs, records.Limits{
+	res, err := records.Validate(recs, records.Limits{
 		MaxMessageBytes:        st.maxMessageBytes,
 		MaxDecompressedBytes:   records.DefaultMaxDecompressedBytes,
 		MaxSegmentBytes:        int32(min(st.segmentBytes, 1<<31-1)),
 		MaxTimestampDiffBefore: st.timestampBeforeMs,
 		MaxTimestampDiffAfter:  st.timestampAfterMs,
-	}); err != nil {
+	})
+	if err != nil {
 		return klog.AppendInfo{}, err
+	}
+	if res.Compression == compressionZstd && version < 7 {
+		// Kafka accepts zstd only from Produce v7 (KIP-110).
+		return klog.AppendInfo{}, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
 	}
 	info, err := lp.AppendAsLeader(recs)
 	if errors.Is(err, klog.ErrDuplicateSequence) {

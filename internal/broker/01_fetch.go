@@ -21,6 +21,9 @@ package broker
 // UNKNOWN_LEADER_EPOCH). v12: a LastFetchedEpoch that the log contradicts
 // yields DivergingEpoch (the fetcher must truncate), as Kafka does.
 //
+// A consumer asking with Fetch v4–9 for zstd batches gets
+// UNSUPPORTED_COMPRESSION_TYPE, as from Kafka: it could not decode them.
+//
 // Fetches with a replica id come from followers; they arrive with the
 // replication issue (#3) and are refused until then.
 
@@ -31,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/protocol"
 	"github.com/samsa-io/samsa/internal/replica"
 )
@@ -136,6 +140,9 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 					data, err := lp.Read(p.FetchOffset, max(limit, 0), total == 0)
 					if err != nil {
 						code = errorCode(err)
+					} else if r.Version < 10 && containsZstd(data) {
+						// Consumers learn zstd with Fetch v10 (KIP-110).
+						code = kerr.UnsupportedCompressionType.Code
 					} else if data != nil {
 						rp.RecordBatches = data
 						total += len(data)
@@ -150,4 +157,19 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total, hasError, parts
+}
+
+// containsZstd reports whether any batch in data is zstd-compressed.
+func containsZstd(data []byte) bool {
+	for len(data) > 0 {
+		h, err := klog.ParseBatchHeader(data)
+		if err != nil {
+			return false
+		}
+		if h.Compression() == compressionZstd {
+			return true
+		}
+		data = data[h.Size():]
+	}
+	return false
 }
