@@ -312,9 +312,6 @@ func (s *segment) load(prevNext int64, lim indexLimits) (ok bool, err error) {
 	if s.offsetIndex, err = decodeOffsetIndex(b, s.size); err != nil {
 		return false, nil
 	}
-	if len(s.offsetIndex) == 0 && s.size > 2*lim.intervalBytes {
-		return false, nil // the index went missing: rebuild it
-	}
 	if b, err = readAll(s.timeIdxFile); err != nil {
 		return false, err
 	}
@@ -330,12 +327,21 @@ func (s *segment) load(prevNext int64, lim indexLimits) (ok bool, err error) {
 		pos, expect = int64(s.offsetIndex[n-1].position), s.baseOffset+int64(s.offsetIndex[n-1].relOffset)
 	}
 	next := max(prevNext, s.baseOffset)
+	// since replays indexBatch's rule over the batches after the last
+	// entry: where the rule would have added an entry that the index lacks,
+	// the index is incomplete (lost, or written with another interval) and
+	// is rebuilt.
+	since := int64(0)
 	sc := newBatchScanner(s.logFile, pos, s.size, true, nil)
 	for sc.next() {
 		h := &sc.h
 		if expect >= 0 && h.BaseOffset != expect || expect < 0 && h.BaseOffset != next || !s.fitsRelOffset(h.LastOffset()) {
 			return false, nil
 		}
+		if expect < 0 && sc.batchPos > 0 && since >= lim.intervalBytes && len(s.offsetIndex) < lim.maxOffsetEntries {
+			return false, nil
+		}
+		since += int64(h.Size())
 		expect = -1
 		if sc.batchPos == 0 {
 			s.firstTimestamp = h.MaxTimestamp
