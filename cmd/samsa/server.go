@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 
@@ -38,7 +38,7 @@ func newServerCmd() *cobra.Command {
 			"SIGINT or SIGTERM shuts it down cleanly (logs flushed and closed).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := o.config(cmd)
+			cfg, err := o.config(cmd, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ func newServerCmd() *cobra.Command {
 
 // config builds the broker configuration: defaults, then the file, then
 // explicitly set flags, then overrides.
-func (o *serverOptions) config(cmd *cobra.Command) (broker.Config, error) {
+func (o *serverOptions) config(cmd *cobra.Command, logTo io.Writer) (broker.Config, error) {
 	cfg := broker.DefaultConfig()
 	if o.configFile != "" {
 		if err := cfg.LoadPropertiesFile(o.configFile); err != nil {
@@ -93,6 +93,6 @@ func (o *serverOptions) config(cmd *cobra.Command) (broker.Config, error) {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return cfg, fmt.Errorf("--log-level: %w", err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level}))
 	return cfg, nil
 }

@@ -44,6 +44,9 @@ type Broker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// dataDirLock holds the data directory's lock until Close.
+	dataDirLock *os.File
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -84,6 +87,11 @@ func (b *Broker) start(ctx context.Context) error {
 	if err := os.MkdirAll(b.cfg.logDir(), 0o755); err != nil {
 		return fmt.Errorf("broker: data dir: %w", err)
 	}
+	lock, err := lockDataDir(b.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	b.dataDirLock = lock
 	endpoints := b.cfg.MetadataEndpoints
 	if len(endpoints) == 0 {
 		e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
@@ -100,7 +108,7 @@ func (b *Broker) start(ctx context.Context) error {
 		b.etcd = e
 		endpoints = e.Endpoints()
 	}
-	client, err := coord.Connect(ctx, endpoints, b.cfg.ClusterName)
+	client, err := coord.Connect(ctx, endpoints, b.cfg.ClusterName, coord.WithLogger(b.logger))
 	if err != nil {
 		return fmt.Errorf("broker: connect to etcd: %w", err)
 	}
@@ -171,15 +179,24 @@ const registerRetryWindow = 5 * time.Second
 
 // register registers the broker in etcd. The registration of a previous
 // incarnation that did not shut down cleanly (kill -9, a crash) lives on
-// until its lease expires: up to the session timeout after etcd last
-// (re)started, which for the embedded etcd is just now. Like a Kafka broker
-// whose registration the controller rejects as a duplicate, keep retrying
-// until that much time has passed; a registration that is still held after
-// it belongs to a live broker with the same node.id.
+// until its lease expires. When its lease is the one recorded in this data
+// directory (datadir.go) it is replaced at once. Otherwise (the record was
+// lost, or another data directory's broker claims the node.id), like a Kafka
+// broker whose registration the controller rejects as a duplicate, keep
+// retrying until the session timeout has passed; a registration still held
+// after that belongs to a live broker with the same node.id.
 func (b *Broker) register(ctx context.Context) (*coord.Session, error) {
 	deadline := time.Now().Add(b.cfg.SessionTimeout + registerRetryWindow)
 	for logged := false; ; logged = true {
-		s, err := b.client.RegisterBroker(ctx, b.advertised, b.cfg.SessionTimeout)
+		s, err := b.client.RegisterBroker(ctx, b.advertised, b.cfg.SessionTimeout,
+			coord.ReplacingLease(previousLease(b.cfg.DataDir)))
+		if err == nil {
+			if err := recordLease(b.cfg.DataDir, s.LeaseID()); err != nil {
+				s.Close(ctx)
+				return nil, fmt.Errorf("broker: record session: %w", err)
+			}
+			return s, nil
+		}
 		if !errors.Is(err, coord.ErrBrokerIDInUse) || time.Now().After(deadline) {
 			return s, err
 		}
@@ -267,6 +284,9 @@ func (b *Broker) Close() error {
 		}
 		if b.etcd != nil {
 			errs = append(errs, b.etcd.Close())
+		}
+		if b.dataDirLock != nil {
+			errs = append(errs, b.dataDirLock.Close())
 		}
 		b.closeErr = errors.Join(errs...)
 		if b.closeErr == nil {

@@ -47,6 +47,23 @@ type Session struct {
 	err     error // nil while live; ErrSessionLost or ErrClosed after
 }
 
+// RegisterOption adjusts RegisterBroker.
+type RegisterOption func(*registerOptions)
+
+type registerOptions struct {
+	// replaceLease is the lease of a registration that may be replaced.
+	replaceLease int64
+}
+
+// ReplacingLease lets RegisterBroker revoke and replace a registration
+// attached to lease id: the lease of this broker's previous process, which
+// the broker recorded in its data directory (Session.LeaseID). The caller
+// must know that process is gone (it holds the data directory's lock), so
+// a restart after a crash need not wait out the dead session.
+func ReplacingLease(id int64) RegisterOption {
+	return func(o *registerOptions) { o.replaceLease = id }
+}
+
 // lostMargin is how much earlier than etcd could expire the lease the
 // session declares itself lost. etcd counts the TTL from when it handled
 // the last keepalive, which is before the client sees the response; the
@@ -60,8 +77,12 @@ func lostMargin(ttl time.Duration) time.Duration { return min(ttl/4, time.Second
 // ErrBrokerIDInUse if another live registration holds the id. A leftover
 // registration of this very incarnation (an equal meta.Broker, e.g. after
 // this process lost its session while the lease still lived) is revoked
-// and replaced.
-func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Duration) (*Session, error) {
+// and replaced, as is one attached to the lease ReplacingLease names.
+func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Duration, opts ...RegisterOption) (*Session, error) {
+	var ro registerOptions
+	for _, o := range opts {
+		o(&ro)
+	}
 	if b.ID < 0 {
 		return nil, fmt.Errorf("%w: broker id %d", ErrInvalid, b.ID)
 	}
@@ -107,7 +128,8 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 			continue // expired in between: try again
 		}
 		var old meta.Broker
-		if attempt > 0 || kvs[0].Lease == 0 || meta.Decode(kvs[0].Value, &old) != nil || old != b {
+		previous := ro.replaceLease != 0 && kvs[0].Lease == ro.replaceLease && attempt < 3
+		if !previous && (attempt > 0 || kvs[0].Lease == 0 || meta.Decode(kvs[0].Value, &old) != nil || old != b) {
 			revoke()
 			return nil, fmt.Errorf("coord: %s: %w", op, ErrBrokerIDInUse)
 		}

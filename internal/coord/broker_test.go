@@ -215,3 +215,33 @@ func TestSessionLostWhenLeaseRevoked(t *testing.T) {
 		t.Fatalf("Close after revoke: %v", err)
 	}
 }
+
+// A new incarnation may replace a dead one's registration at once when it
+// names that registration's lease (the broker records it in its data
+// directory); naming any other lease changes nothing.
+func TestRegisterBrokerReplacingLease(t *testing.T) {
+	eps := sharedEtcd(t)
+	cluster := clusterName(t)
+	old := connect(t, eps, cluster)
+	b := testBroker(8)
+	s := register(t, old, b, 30*time.Second)
+	deadLease := s.LeaseID()
+	old.Close() // as after kill -9: the lease lives on in etcd
+	<-s.Done()
+
+	c := connect(t, eps, cluster)
+	next := b
+	next.StartedUnixMs++
+	_, err := c.RegisterBroker(testCtx(t), next, 30*time.Second, ReplacingLease(deadLease+1))
+	mustIs(t, err, ErrBrokerIDInUse)
+
+	s2, err := c.RegisterBroker(testCtx(t), next, 30*time.Second, ReplacingLease(deadLease))
+	if err != nil {
+		t.Fatalf("replacing the recorded lease: %v", err)
+	}
+	defer s2.Close(testCtx(t))
+	vbs, err := c.VersionedBrokers(testCtx(t))
+	if err != nil || len(vbs) != 1 || vbs[0].StartedUnixMs != next.StartedUnixMs || vbs[0].CreateRevision != s2.CreateRevision() {
+		t.Fatalf("registrations %+v, %v; want only the new incarnation", vbs, err)
+	}
+}
