@@ -1,0 +1,80 @@
+package test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestPackageLayering enforces the import rules of STYLE.md's package table:
+// imports point downward only, only coord talks to etcd, the log and
+// metadata model use the standard library alone, and the wire server never
+// sees partitions.
+func TestPackageLayering(t *testing.T) {
+	const mod = "github.com/samsa-io/samsa/"
+	// allowed lists, per package, the module's own packages it may import;
+	// stdlibOnly packages may import nothing outside the standard library.
+	allowed := map[string][]string{
+		"internal/meta":     {},
+		"internal/log":      {},
+		"internal/records":  {"internal/log"},
+		"internal/replica":  {"internal/log", "internal/meta"},
+		"internal/coord":    {"internal/meta"},
+		"internal/protocol": {},
+		"internal/broker":   {"internal/coord", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica"},
+		"cmd/samsa":         {"internal/broker"},
+	}
+	stdlibOnly := map[string]bool{"internal/meta": true, "internal/log": true}
+	// Only coord may use etcd; Kafka message types stay out of the storage,
+	// replication and metadata core (protocol, broker and the client
+	// commands use them).
+	external := map[string][]string{
+		"go.etcd.io/etcd/":                  {"internal/coord"},
+		"github.com/twmb/franz-go/pkg/kmsg": {"internal/protocol", "internal/broker", "cmd/samsa"},
+	}
+
+	out, err := exec.Command("go", "list", "-json", "../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	seen := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+			Standard   bool
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, mod)
+		rules, ok := allowed[name]
+		if !ok {
+			continue
+		}
+		seen++
+		for _, imp := range p.Imports {
+			if own, isOwn := strings.CutPrefix(imp, mod); isOwn {
+				if !slices.Contains(rules, own) {
+					t.Errorf("%s imports %s, which STYLE.md's layering forbids", name, own)
+				}
+				continue
+			}
+			if stdlibOnly[name] && strings.Contains(strings.Split(imp, "/")[0], ".") {
+				t.Errorf("%s imports %s; it may use the standard library only", name, imp)
+			}
+			for prefix, users := range external {
+				if strings.HasPrefix(imp, prefix) && !slices.Contains(users, name) {
+					t.Errorf("%s imports %s; only %v may", name, imp, users)
+				}
+			}
+		}
+	}
+	if seen != len(allowed) {
+		t.Fatalf("checked %d packages, want %d: a package moved or go list failed", seen, len(allowed))
+	}
+}
