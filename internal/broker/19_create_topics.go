@@ -4,7 +4,10 @@ package broker
 //
 // NumPartitions / ReplicationFactor of -1 take num.partitions /
 // default.replication.factor (v4+ semantics, accepted from every version).
-// A manual ReplicaAssignment excludes both. Configs are validated against
+// A manual ReplicaAssignment excludes both (INVALID_REQUEST otherwise) and
+// must name registered brokers, each once per partition, with the same
+// replica count everywhere (INVALID_REPLICA_ASSIGNMENT), as in Kafka's
+// ReplicationControlManager. Configs are validated against
 // samsa's topic configs (INVALID_CONFIG). v5+ returns the resulting
 // partition count, replication factor and effective configs; v7 the topic
 // id. ValidateOnly checks everything and writes nothing. The topic and the

@@ -49,10 +49,10 @@ func (b *Broker) prepareTopic(name string, partitions int32, rf int16, assignmen
 	brokers := liveBrokers(b.cache.Snapshot())
 	if assignment != nil {
 		if partitions != -1 || rf != -1 {
-			return t, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor were given", errInvalidPartitions)
+			return t, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor were given", errInvalidRequest)
 		}
 		if err := validateAssignment(assignment, brokers); err != nil {
-			return t, fmt.Errorf("%w: %v", errInvalidPartitions, err)
+			return t, fmt.Errorf("%w: %v", errInvalidReplicaAssignment, err)
 		}
 	} else {
 		if partitions == -1 {
