@@ -57,7 +57,6 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
-		_, topicKnown := s.Topics[t.Topic]
 		for i, p := range t.Partitions {
 			rp := &rt.Partitions[i]
 			*rp = kmsg.NewProduceResponseTopicPartition()
@@ -66,12 +65,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 			code := reqErr
 			var lp *localPartition
 			if code == 0 {
-				if lp = b.partitions.get(t.Topic, p.Partition); lp == nil {
-					code = kerr.NotLeaderForPartition.Code
-					if !topicKnown {
-						code = kerr.UnknownTopicOrPartition.Code
-					}
-				}
+				lp, code = b.localLeader(s, t.Topic, p.Partition)
 			}
 			if code == 0 {
 				info, err := b.appendProduced(lp, p.Records, r.Version)

@@ -100,7 +100,6 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 	for _, t := range r.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		_, topicKnown := s.Topics[t.Topic]
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
 		for i, p := range t.Partitions {
 			rp := &rt.Partitions[i]
@@ -109,16 +108,11 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 			// Never null: librdkafka rejects a record set of size -1.
 			rp.RecordBatches = []byte{}
-			code := int16(0)
-			lp := b.partitions.get(t.Topic, p.Partition)
+			lp, code := b.localLeader(s, t.Topic, p.Partition)
 			switch {
 			case r.ReplicaID >= 0:
 				code = kerr.NotLeaderForPartition.Code
-			case lp == nil && !topicKnown:
-				code = kerr.UnknownTopicOrPartition.Code
-			case lp == nil || lp.Role() != replica.RoleLeader:
-				code = kerr.NotLeaderForPartition.Code
-			default:
+			case code == 0:
 				code = errorCode(lp.CheckLeaderEpoch(p.CurrentLeaderEpoch))
 			}
 			if code == 0 {

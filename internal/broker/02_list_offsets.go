@@ -13,13 +13,11 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/protocol"
 	"github.com/samsa-io/samsa/internal/records"
-	"github.com/samsa-io/samsa/internal/replica"
 )
 
 func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) protocol.Response {
@@ -29,20 +27,15 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
-		_, topicKnown := s.Topics[t.Topic]
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
-			lp := b.partitions.get(t.Topic, p.Partition)
-			var err error
-			switch {
-			case lp == nil && !topicKnown:
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case lp == nil || lp.Role() != replica.RoleLeader:
-				rp.ErrorCode = kerr.NotLeaderForPartition.Code
-			default:
-				if err = lp.CheckLeaderEpoch(p.CurrentLeaderEpoch); err == nil {
+			lp, code := b.localLeader(s, t.Topic, p.Partition)
+			rp.ErrorCode = code
+			if code == 0 {
+				err := lp.CheckLeaderEpoch(p.CurrentLeaderEpoch)
+				if err == nil {
 					rp.Offset, rp.Timestamp, err = listOffset(lp, p.Timestamp)
 				}
 				rp.ErrorCode = errorCode(err)

@@ -12,11 +12,9 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/protocol"
-	"github.com/samsa-io/samsa/internal/replica"
 )
 
 func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *protocol.Request) protocol.Response {
@@ -26,18 +24,13 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *protocol.Req
 	for _, t := range r.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
-		_, topicKnown := s.Topics[t.Topic]
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LeaderEpoch, rp.EndOffset = -1, -1
-			lp := b.partitions.get(t.Topic, p.Partition)
-			switch {
-			case lp == nil && !topicKnown:
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case lp == nil || lp.Role() != replica.RoleLeader:
-				rp.ErrorCode = kerr.NotLeaderForPartition.Code
-			default:
+			lp, code := b.localLeader(s, t.Topic, p.Partition)
+			rp.ErrorCode = code
+			if code == 0 {
 				if err := lp.CheckLeaderEpoch(p.CurrentLeaderEpoch); err != nil {
 					rp.ErrorCode = errorCode(err)
 				} else {
