@@ -67,7 +67,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *protocol.Request) 
 		topic, err := b.prepareTopic(t.Topic, t.NumPartitions, t.ReplicationFactor, assignment, configs)
 		if err == nil && !r.ValidateOnly {
 			if err = b.client.CreateTopic(ctx, topic, initialStates(topic.Name, 0, topic.Partitions)); err == nil {
-				err = b.cache.WaitRevision(ctx, b.client.LastRevision())
+				err = b.waitApplied(ctx)
 			}
 		}
 		if err == nil {

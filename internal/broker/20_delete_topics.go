@@ -60,7 +60,7 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 		}
 		err := b.client.DeleteTopic(ctx, name)
 		if err == nil {
-			err = b.cache.WaitRevision(ctx, b.client.LastRevision())
+			err = b.waitApplied(ctx)
 		}
 		if err != nil {
 			rt.ErrorCode = errorCode(err)

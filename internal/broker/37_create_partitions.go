@@ -87,5 +87,5 @@ func (b *Broker) createPartitions(ctx context.Context, t kmsg.CreatePartitionsRe
 	if err != nil {
 		return err
 	}
-	return b.cache.WaitRevision(ctx, b.client.LastRevision())
+	return b.waitApplied(ctx)
 }

@@ -96,5 +96,5 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, res kmsg.IncrementalAlte
 	if err != nil {
 		return err
 	}
-	return b.cache.WaitRevision(ctx, b.client.LastRevision())
+	return b.waitApplied(ctx)
 }

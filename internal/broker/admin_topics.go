@@ -32,7 +32,7 @@ func (b *Broker) createTopic(ctx context.Context, name string, partitions int32,
 	if err := b.client.CreateTopic(ctx, t, initialStates(name, 0, t.Partitions)); err != nil {
 		return err
 	}
-	return b.cache.WaitRevision(ctx, b.client.LastRevision())
+	return b.waitApplied(ctx)
 }
 
 // prepareTopic validates a topic creation and builds the topic definition.
@@ -83,3 +83,17 @@ func (b *Broker) prepareTopic(name string, partitions int32, rf int16, assignmen
 const maxPartitionsPerRequest = 10000
 
 func errTopicExists(name string) error { return fmt.Errorf("%w: %s", coord.ErrTopicExists, name) }
+
+// waitApplied returns once this broker has applied the metadata writes it
+// made so far: its cache shows them and its replicas match them. Admin
+// requests answer only then, so a client that produces right after
+// CreateTopics finds the partitions open instead of getting
+// NOT_LEADER_OR_FOLLOWER (and franz-go backing off for its metadata min
+// age).
+func (b *Broker) waitApplied(ctx context.Context) error {
+	rev := b.client.LastRevision()
+	if err := b.cache.WaitRevision(ctx, rev); err != nil {
+		return err
+	}
+	return b.partitions.waitReconciled(ctx, rev)
+}

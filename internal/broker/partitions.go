@@ -44,10 +44,18 @@ type partitionManager struct {
 	mu sync.RWMutex
 	// parts are the open replicas; guarded by mu.
 	parts map[topicPartition]*localPartition
+
+	// reconciled is the metadata revision the replicas last matched;
+	// written by run, read by waitReconciled.
+	reconciled atomic.Int64
+	// reconciledMu guards reconciledCh, closed and replaced whenever
+	// reconciled advances.
+	reconciledMu sync.Mutex
+	reconciledCh chan struct{}
 }
 
 func newPartitionManager(b *Broker) *partitionManager {
-	return &partitionManager{b: b, parts: map[topicPartition]*localPartition{}}
+	return &partitionManager{b: b, parts: map[topicPartition]*localPartition{}, reconciledCh: make(chan struct{})}
 }
 
 // get returns the local replica of a partition, or nil.
@@ -138,11 +146,45 @@ func writeTopicID(dir string, id meta.TopicID) error {
 func (m *partitionManager) run(ctx context.Context) {
 	for {
 		changed := m.b.cache.Changed()
-		m.reconcile(m.b.cache.Snapshot())
+		s := m.b.cache.Snapshot()
+		m.reconcile(s)
+		m.setReconciled(s.Revision)
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		}
+	}
+}
+
+func (m *partitionManager) setReconciled(rev int64) {
+	m.reconciledMu.Lock()
+	defer m.reconciledMu.Unlock()
+	if rev > m.reconciled.Load() {
+		m.reconciled.Store(rev)
+		close(m.reconciledCh)
+		m.reconciledCh = make(chan struct{})
+	}
+}
+
+// waitReconciled returns once the replicas match metadata revision rev or
+// later: partitions created by then are open here, and led here if this
+// broker is their leader. It cannot wait forever for a revision the cache
+// has: every samsa write lies under the watched prefix, so the cache
+// publishes it as changed content (waking run), and etcd never sends a
+// progress notification past an event it has not yet delivered.
+func (m *partitionManager) waitReconciled(ctx context.Context, rev int64) error {
+	for {
+		m.reconciledMu.Lock()
+		ch := m.reconciledCh
+		m.reconciledMu.Unlock()
+		if m.reconciled.Load() >= rev {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
 		}
 	}
 }
