@@ -55,6 +55,8 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 	}
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	return protocol.Response{Later: func() kmsg.Response {
+		b.parkedFetches.Add(1)
+		defer b.parkedFetches.Add(-1)
 		w := replica.NewWaiter()
 		for _, p := range parts {
 			p.AddWaiter(w)
@@ -83,6 +85,10 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		}
 	}}
 }
+
+// ParkedFetches is the number of fetches waiting for MinBytes (Kafka's
+// fetch purgatory size).
+func (b *Broker) ParkedFetches() int64 { return b.parkedFetches.Load() }
 
 // fetchOnce reads every requested partition once. It returns the response,
 // the record bytes in it, whether it must be sent now (a partition has an

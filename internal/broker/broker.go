@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/coord"
@@ -39,6 +40,8 @@ type Broker struct {
 
 	partitions  *partitionManager
 	producerIDs *producerIDAllocator
+	// parkedFetches counts long-poll fetches waiting for data.
+	parkedFetches atomic.Int64
 
 	// cancel stops the background goroutines, which wg waits for.
 	cancel context.CancelFunc
