@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // NoLeader is the leader id of a partition that has no leader (offline).
@@ -35,15 +36,21 @@ type Broker struct {
 // TopicID is a topic's 16-byte UUID (Kafka's topic id, KIP-516).
 type TopicID [16]byte
 
-// NewTopicID returns a random version-4 UUID.
+// NewTopicID returns a random version-4 UUID. Like Kafka's
+// Uuid.randomUuid, it never returns one whose printed form starts with '-'
+// (a command line would take it for a flag).
 func NewTopicID() TopicID {
-	var id TopicID
-	if _, err := rand.Read(id[:]); err != nil {
-		panic(fmt.Sprintf("meta: crypto/rand: %v", err))
+	for {
+		var id TopicID
+		if _, err := rand.Read(id[:]); err != nil {
+			panic(fmt.Sprintf("meta: crypto/rand: %v", err))
+		}
+		id[6] = id[6]&0x0f | 0x40
+		id[8] = id[8]&0x3f | 0x80
+		if !strings.HasPrefix(id.String(), "-") {
+			return id
+		}
 	}
-	id[6] = id[6]&0x0f | 0x40
-	id[8] = id[8]&0x3f | 0x80
-	return id
 }
 
 // String renders the id the way Kafka tools print it: URL-safe base64
