@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,9 +30,10 @@ type Snapshot struct {
 	// A slice may be shorter than the topic's assignment and may have holes
 	// (entries with ModRevision 0) where a state is missing; use Partition.
 	Partitions map[string][]VersionedPartition
-	// ControllerID is the broker id of the active controller, -1 if none.
-	// The controller election is not watched yet: always -1 for now.
-	ControllerID int32
+	// ControllerID is the broker id of the active controller, -1 if none;
+	// ControllerEpoch is its epoch (the controller key's create revision).
+	ControllerID    int32
+	ControllerEpoch int64
 }
 
 // Partition returns the stored state of one partition, if any.
@@ -414,6 +416,14 @@ func (b *builder) put(kv *mvccpb.KeyValue) {
 	switch pk.kind {
 	case kindClusterID:
 		b.s.ClusterID = string(kv.Value)
+	case kindController:
+		var v controllerValue
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			b.log.Error("coord: skipping undecodable controller key", "err", err)
+			b.del(kv)
+			return
+		}
+		b.s.ControllerID, b.s.ControllerEpoch = v.BrokerID, kv.CreateRevision
 	case kindBroker:
 		var br meta.Broker
 		if err := meta.Decode(kv.Value, &br); err != nil {
@@ -452,6 +462,8 @@ func (b *builder) del(kv *mvccpb.KeyValue) {
 	switch pk.kind {
 	case kindClusterID:
 		b.s.ClusterID = ""
+	case kindController:
+		b.s.ControllerID, b.s.ControllerEpoch = -1, 0
 	case kindBroker:
 		if _, ok := b.s.Brokers[pk.broker]; ok {
 			delete(b.brokers(), pk.broker)

@@ -15,7 +15,8 @@
 //	cluster-id                22-character URL-safe base64 UUID   the first ClusterID call, create-if-absent txn; never changed
 //	                          (plain text, Kafka's rendering)
 //	brokers/<id>              meta.Broker                         the broker itself, on its lease (RegisterBroker)
-//	controller/...            etcd election keys                  controller candidates (reserved; later issue)
+//	controller                {"broker_id": N}, on that broker's   the broker that wins the election (Session.Campaign),
+//	                          lease; create revision = epoch      create-if-absent; deleted by its lease ending or Resign
 //	topics/<name>             meta.Topic                          whoever creates or alters the topic (CreateTopic, UpdateTopic)
 //	partitions/<topic>/<p>    meta.PartitionState                 CreateTopic/UpdateTopic (initial state), then the controller
 //	                                                              (elections) and the partition leader (ISR changes), by CAS
@@ -47,9 +48,9 @@
 //     follower to the ISR conditions the write on the follower's
 //     registration being the live one it saw, so a dead or restarted broker
 //     never joins the ISR), Session.Condition (a leader fencing its own
-//     writes with its own registration), TopicUnchanged. The controller's
-//     election key will be one more (its create revision is the controller
-//     epoch). A failed CAS reports ErrConflict if the state moved,
+//     writes with its own registration), TopicUnchanged, and ControllerIs
+//     (the controller key still has the controller's epoch as its create
+//     revision: every controller write is fenced by it). A failed CAS reports ErrConflict if the state moved,
 //     ErrConditionFailed naming the condition otherwise, ErrTopicNotFound
 //     if the topic is gone.
 //   - AllocateProducerIDs advances producer-ids by CAS, so blocks never
@@ -112,7 +113,8 @@
 // closed), the cache reads the whole prefix again, publishes that, and
 // watches from the new revision, retrying reads with backoff (100 ms to
 // 2 s). A value that does not decode is logged and left out of the
-// snapshot. ControllerID stays -1 until the controller election exists.
+// snapshot. ControllerID and ControllerEpoch mirror the controller key
+// (-1 and 0 while there is none).
 //
 // # Timeouts and errors
 //

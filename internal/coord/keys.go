@@ -49,6 +49,7 @@ const (
 	kindBroker
 	kindTopic
 	kindPartition
+	kindController
 )
 
 // parsedKey is a key of the cluster prefix taken apart.
@@ -59,8 +60,8 @@ type parsedKey struct {
 	partition int32
 }
 
-// parse classifies an absolute key. Keys it does not know (the controller
-// election, producer-ids, anything malformed) come back as kindOther.
+// parse classifies an absolute key. Keys it does not know (producer-ids,
+// anything malformed) come back as kindOther.
 func (k keyspace) parse(key string) parsedKey {
 	rel, ok := strings.CutPrefix(key, k.prefix)
 	if !ok {
@@ -69,6 +70,8 @@ func (k keyspace) parse(key string) parsedKey {
 	switch {
 	case rel == keyClusterID:
 		return parsedKey{kind: kindClusterID}
+	case rel == keyController:
+		return parsedKey{kind: kindController}
 	case strings.HasPrefix(rel, dirBrokers):
 		id, err := strconv.ParseInt(rel[len(dirBrokers):], 10, 32)
 		if err != nil || id < 0 {
