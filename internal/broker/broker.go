@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/coord"
 	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
@@ -149,9 +150,24 @@ func (b *Broker) start(ctx context.Context) error {
 
 	bg, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(2)
+	b.wg.Add(3)
 	go func() { defer b.wg.Done(); b.partitions.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.runHousekeeping(bg) }()
+	go func() {
+		defer b.wg.Done()
+		err := controller.Run(bg, controller.Config{
+			Client:  b.client,
+			Cache:   b.cache,
+			Session: b.session,
+			Unclean: func(t meta.Topic) bool {
+				return resolveTopicSettings(t.Configs, b.cfg.TopicDefaults).uncleanLeaderElection
+			},
+			Logger: b.logger,
+		})
+		if err != nil {
+			b.logger.Error("controller candidate stopped", "err", err)
+		}
+	}()
 
 	b.server = protocol.NewServer(protocol.Config{
 		MaxRequestBytes: b.cfg.SocketRequestMaxBytes,
@@ -309,10 +325,10 @@ func liveBrokers(s *coord.Snapshot) []int32 {
 	return ids
 }
 
-// controllerID is the controller reported to clients. Until the controller
-// election of the replication issue (#3) exists, every broker can serve the
-// admin requests that clients send to "the controller" (they are etcd
-// transactions), so the lowest live broker id is reported.
+// controllerID is the controller reported to clients: the elected one, or,
+// in the moments without one (an election under way), the lowest live
+// broker id. Every broker can serve the admin requests that clients send to
+// "the controller" (they are etcd transactions), so either answer works.
 func controllerID(s *coord.Snapshot) int32 {
 	if s.ControllerID >= 0 {
 		return s.ControllerID
