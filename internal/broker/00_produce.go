@@ -9,7 +9,10 @@ package broker
 //     as Kafka does, since the client cannot otherwise learn of the error.
 //   - acks=1: once the leader's log has the batch durably (fsync'd with group
 //     commit when flush.messages=1; at once in page-cache mode).
-//   - acks=-1: once the high watermark passes the batch.
+//   - acks=-1: once the high watermark passes the batch, every ISR member
+//     having it durably. Refused up front with NOT_ENOUGH_REPLICAS while the
+//     ISR is smaller than min.insync.replicas; NOT_ENOUGH_REPLICAS_AFTER_APPEND
+//     if it shrinks below that before the batch is committed.
 // The wait is bounded by the request's TimeoutMillis (REQUEST_TIMED_OUT).
 // A duplicate from an idempotent producer is answered with the offsets the
 // original batch got. Each partition fails or succeeds on its own.
@@ -66,6 +69,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 			var lp *localPartition
 			if code == 0 {
 				lp, code = b.localLeader(s, t.Topic, p.Partition)
+			}
+			if code == 0 && r.Acks == -1 {
+				code = errorCode(lp.CheckMinISR())
 			}
 			if code == 0 {
 				info, err := b.appendProduced(lp, p.Records, r.Version)

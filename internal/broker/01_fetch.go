@@ -24,8 +24,11 @@ package broker
 // A consumer asking with Fetch v4–9 for zstd batches gets
 // UNSUPPORTED_COMPRESSION_TYPE, as from Kafka: it could not decode them.
 //
-// Fetches with a replica id come from followers; they arrive with the
-// replication issue (#3) and are refused until then.
+// A fetch with a replica id (>= 0) comes from a follower: it must be an
+// assigned replica (else REPLICA_NOT_AVAILABLE) in the leader's epoch; its
+// fetch offset is recorded as its durable LEO (replica.FollowerFetch), which
+// may advance the high watermark and propose adding it to the ISR; it reads
+// up to the LEO rather than the high watermark.
 
 import (
 	"context"
@@ -115,10 +118,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 			// Never null: librdkafka rejects a record set of size -1.
 			rp.RecordBatches = []byte{}
 			lp, code := b.localLeader(s, t.Topic, p.Partition)
-			switch {
-			case r.ReplicaID >= 0:
-				code = kerr.NotLeaderForPartition.Code
-			case code == 0:
+			if code == 0 {
 				code = errorCode(lp.CheckLeaderEpoch(p.CurrentLeaderEpoch))
 			}
 			if code == 0 {
@@ -135,9 +135,27 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 						continue
 					}
 				}
+				if r.ReplicaID >= 0 {
+					expand, err := lp.FollowerFetch(r.ReplicaID, p.FetchOffset, time.Now())
+					if err != nil {
+						rp.ErrorCode = errorCode(err)
+						hasError = true
+						continue
+					}
+					if expand {
+						b.isr.propose(lp)
+					}
+					// The follower's fetch may have moved the high watermark.
+					rp.HighWatermark = lp.HighWatermark()
+					rp.LastStableOffset = rp.HighWatermark
+				}
 				limit := min(int(p.PartitionMaxBytes), maxBytes-total)
 				if limit > 0 || total == 0 {
-					data, err := lp.Read(p.FetchOffset, max(limit, 0), total == 0)
+					read := lp.Read
+					if r.ReplicaID >= 0 {
+						read = func(offset int64, maxBytes int, _ bool) ([]byte, error) { return lp.ReadForFollower(offset, maxBytes) }
+					}
+					data, err := read(p.FetchOffset, max(limit, 0), total == 0)
 					if err != nil {
 						code = errorCode(err)
 					} else if r.Version < 10 && containsZstd(data) {

@@ -8,10 +8,14 @@ package broker
 // timestamp of the record with the largest timestamp; otherwise the first
 // record whose timestamp is at least the one asked for, below the high
 // watermark (offset -1 when there is none). v4+ checks CurrentLeaderEpoch and
-// returns the leader epoch of the offset found.
+// returns the leader epoch of the offset found. A new leader answers
+// OFFSET_NOT_AVAILABLE (retriable) for everything but -2 until it has
+// committed an entry of its own epoch: before that its high watermark may
+// lag the previous leader's, and clients must never see it go back.
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -35,6 +39,9 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 			rp.ErrorCode = code
 			if code == 0 {
 				err := lp.CheckLeaderEpoch(p.CurrentLeaderEpoch)
+				if err == nil && p.Timestamp != -2 && !lp.HighWatermarkKnown() {
+					err = errOffsetNotAvailable
+				}
 				if err == nil {
 					rp.Offset, rp.Timestamp, err = listOffset(lp, p.Timestamp)
 				}
@@ -49,6 +56,9 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 	}
 	return reply(resp)
 }
+
+// errOffsetNotAvailable: the high watermark is not yet known.
+var errOffsetNotAvailable = errors.New("broker: new leader has not committed in its epoch yet")
 
 // listOffset resolves one ListOffsets timestamp to (offset, timestamp).
 func listOffset(lp *localPartition, ts int64) (int64, int64, error) {

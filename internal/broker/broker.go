@@ -41,6 +41,8 @@ type Broker struct {
 
 	partitions  *partitionManager
 	producerIDs *producerIDAllocator
+	// isr stores the ISR changes this broker's leaders propose.
+	isr *isrUpdater
 	// parkedFetches counts long-poll fetches waiting for data.
 	parkedFetches atomic.Int64
 
@@ -140,6 +142,7 @@ func (b *Broker) start(ctx context.Context) error {
 		return fmt.Errorf("broker: metadata cache: %w", err)
 	}
 	b.producerIDs = newProducerIDAllocator(client)
+	b.isr = newISRUpdater(b)
 	b.partitions = newPartitionManager(b)
 	if err := b.partitions.openExisting(b.cache.Snapshot()); err != nil {
 		return err
@@ -150,7 +153,8 @@ func (b *Broker) start(ctx context.Context) error {
 
 	bg, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(3)
+	b.wg.Add(4)
+	go func() { defer b.wg.Done(); b.isr.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.runHousekeeping(bg) }()
 	go func() {

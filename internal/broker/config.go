@@ -68,6 +68,18 @@ type Config struct {
 	// the topic config name they default.
 	TopicDefaults map[string]string
 
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower not caught up
+	// for this long leaves the ISR.
+	ReplicaLagTimeMax time.Duration
+	// ReplicaFetchMaxBytes and ReplicaFetchWaitMax are
+	// replica.fetch.max.bytes and replica.fetch.wait.max.ms: the size of a
+	// follower's fetch per partition and how long the leader may park it.
+	ReplicaFetchMaxBytes int32
+	ReplicaFetchWaitMax  time.Duration
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms.
+	HighWatermarkCheckpointInterval time.Duration
+
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// ProducerIDExpiration is producer.id.expiration.ms.
@@ -81,21 +93,25 @@ type Config struct {
 // node 1, PLAINTEXT on localhost:9092, embedded etcd, data in ./samsa-data.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:                   1,
-		Listeners:                []string{"PLAINTEXT://localhost:9092"},
-		DataDir:                  "samsa-data",
-		MetadataClientURL:        "http://127.0.0.1:2379",
-		MetadataPeerURL:          "http://127.0.0.1:2380",
-		ClusterName:              "default",
-		SessionTimeout:           9 * time.Second,
-		AutoCreateTopics:         true,
-		NumPartitions:            1,
-		DefaultReplicationFactor: 1,
-		SocketRequestMaxBytes:    104857600,
-		ConnectionsMaxIdle:       10 * time.Minute,
-		TopicDefaults:            map[string]string{},
-		RetentionCheckInterval:   5 * time.Minute,
-		ProducerIDExpiration:     24 * time.Hour,
+		NodeID:                          1,
+		Listeners:                       []string{"PLAINTEXT://localhost:9092"},
+		DataDir:                         "samsa-data",
+		MetadataClientURL:               "http://127.0.0.1:2379",
+		MetadataPeerURL:                 "http://127.0.0.1:2380",
+		ClusterName:                     "default",
+		SessionTimeout:                  9 * time.Second,
+		AutoCreateTopics:                true,
+		NumPartitions:                   1,
+		DefaultReplicationFactor:        1,
+		SocketRequestMaxBytes:           104857600,
+		ConnectionsMaxIdle:              10 * time.Minute,
+		TopicDefaults:                   map[string]string{},
+		RetentionCheckInterval:          5 * time.Minute,
+		ReplicaLagTimeMax:               30 * time.Second,
+		ReplicaFetchMaxBytes:            1048576,
+		ReplicaFetchWaitMax:             500 * time.Millisecond,
+		HighWatermarkCheckpointInterval: 5 * time.Second,
+		ProducerIDExpiration:            24 * time.Hour,
 	}
 }
 
@@ -212,6 +228,30 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want a non-negative integer"))
 		}
 		c.MaxConnections = int(n)
+	case "replica.lag.time.max.ms":
+		d, err := parseMs()
+		if err != nil || d == 0 {
+			return bad(fmt.Errorf("want a positive number of milliseconds"))
+		}
+		c.ReplicaLagTimeMax = d
+	case "replica.fetch.max.bytes":
+		n, err := parseInt(32)
+		if err != nil || n < 1024 {
+			return bad(fmt.Errorf("want an integer of at least 1024"))
+		}
+		c.ReplicaFetchMaxBytes = int32(n)
+	case "replica.fetch.wait.max.ms":
+		d, err := parseMs()
+		if err != nil {
+			return bad(err)
+		}
+		c.ReplicaFetchWaitMax = d
+	case "replica.high.watermark.checkpoint.interval.ms":
+		d, err := parseMs()
+		if err != nil || d == 0 {
+			return bad(fmt.Errorf("want a positive number of milliseconds"))
+		}
+		c.HighWatermarkCheckpointInterval = d
 	case "log.retention.check.interval.ms":
 		d, err := parseMs()
 		if err != nil || d == 0 {

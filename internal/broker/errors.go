@@ -20,6 +20,12 @@ func errorCode(err error) int16 {
 		return 0
 	case errors.Is(err, replica.ErrNotLeader), errors.Is(err, replica.ErrClosed), errors.Is(err, klog.ErrClosed):
 		return kerr.NotLeaderForPartition.Code
+	case errors.Is(err, replica.ErrNotEnoughReplicas):
+		return kerr.NotEnoughReplicas.Code
+	case errors.Is(err, replica.ErrNotEnoughReplicasAfterAppend):
+		return kerr.NotEnoughReplicasAfterAppend.Code
+	case errors.Is(err, replica.ErrUnknownReplica):
+		return kerr.ReplicaNotAvailable.Code
 	case errors.Is(err, replica.ErrFencedLeaderEpoch):
 		return kerr.FencedLeaderEpoch.Code
 	case errors.Is(err, replica.ErrUnknownLeaderEpoch):
@@ -38,6 +44,8 @@ func errorCode(err error) int16 {
 		return kerr.TopicAlreadyExists.Code
 	case errors.Is(err, coord.ErrTopicNotFound):
 		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, errOffsetNotAvailable):
+		return kerr.OffsetNotAvailable.Code
 	case errors.Is(err, errInvalidTopic):
 		return kerr.InvalidTopicException.Code
 	case errors.Is(err, errInvalidConfig):

@@ -40,6 +40,9 @@ type localPartition struct {
 // replica; handlers look replicas up concurrently.
 type partitionManager struct {
 	b *Broker
+	// fetchers replicate the partitions followed here; only run's
+	// goroutine (reconcile, remove) uses it.
+	fetchers *fetcherManager
 
 	mu sync.RWMutex
 	// parts are the open replicas; guarded by mu.
@@ -55,7 +58,7 @@ type partitionManager struct {
 }
 
 func newPartitionManager(b *Broker) *partitionManager {
-	return &partitionManager{b: b, parts: map[topicPartition]*localPartition{}, reconciledCh: make(chan struct{})}
+	return &partitionManager{b: b, fetchers: newFetcherManager(b), parts: map[topicPartition]*localPartition{}, reconciledCh: make(chan struct{})}
 }
 
 // get returns the local replica of a partition, or nil.
@@ -220,13 +223,9 @@ func (m *partitionManager) reconcile(s *coord.Snapshot) {
 				lp.Log().SetConfig(m.logConfig(settings))
 				lp.settings.Store(&settings)
 			}
-			if i < len(states) && states[i].Exists() && states[i].Leader == self {
-				st := states[i].PartitionState
-				if err := lp.BecomeLeader(st.LeaderEpoch, st.ISR); err != nil {
-					m.b.logger.Error("cannot become leader", "topic", name, "partition", i, "epoch", st.LeaderEpoch, "err", err)
-				}
+			if i < len(states) && states[i].Exists() {
+				m.applyState(s, tp, lp, replicas, settings, states[i].PartitionState)
 			}
-			// Followers arrive with the replication issue (#3).
 		}
 	}
 	m.mu.RLock()
@@ -239,6 +238,34 @@ func (m *partitionManager) reconcile(s *coord.Snapshot) {
 	m.mu.RUnlock()
 	for _, tp := range gone {
 		m.remove(tp, m.get(tp.topic, tp.partition))
+	}
+}
+
+// applyState gives a local replica the role its stored state says: leader,
+// or follower of the leader (fetching from it), or follower of nobody while
+// the partition is offline.
+func (m *partitionManager) applyState(s *coord.Snapshot, tp topicPartition, lp *localPartition, replicas []int32, settings topicSettings, st meta.PartitionState) {
+	self := m.b.cfg.NodeID
+	var err error
+	switch {
+	case st.Leader == self:
+		m.fetchers.unfollow(tp)
+		err = lp.BecomeLeader(st.LeaderEpoch, st.ISR, replica.LeaderConfig{
+			Replicas:          replicas,
+			MinInsyncReplicas: settings.minInsyncReplicas,
+			ReplicaLagTimeMax: m.b.cfg.ReplicaLagTimeMax,
+		})
+	default:
+		err = lp.BecomeFollower(st.LeaderEpoch, st.Leader)
+		if addr, live := brokerAddr(s, st.Leader); live && err == nil {
+			m.fetchers.follow(tp, lp, st.Leader, addr)
+		} else {
+			m.fetchers.unfollow(tp)
+		}
+	}
+	if err != nil {
+		m.b.logger.Error("cannot take the partition's role", "topic", tp.topic, "partition", tp.partition,
+			"leader", st.Leader, "epoch", st.LeaderEpoch, "err", err)
 	}
 }
 
@@ -291,6 +318,7 @@ func (m *partitionManager) remove(tp topicPartition, lp *localPartition) {
 	if lp == nil {
 		return
 	}
+	m.fetchers.unfollow(tp)
 	if err := lp.Close(true); err != nil {
 		m.b.logger.Error("cannot delete partition log", "topic", tp.topic, "partition", tp.partition, "err", err)
 	}
@@ -316,7 +344,7 @@ const housekeepingTick = 100 * time.Millisecond
 func (m *partitionManager) runHousekeeping(ctx context.Context) {
 	tick := time.NewTicker(housekeepingTick)
 	defer tick.Stop()
-	lastRetention := time.Now()
+	lastRetention, lastCheckpoint := time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -326,7 +354,19 @@ func (m *partitionManager) runHousekeeping(ctx context.Context) {
 			if retention {
 				lastRetention = now
 			}
+			checkpoint := now.Sub(lastCheckpoint) >= m.b.cfg.HighWatermarkCheckpointInterval
+			if checkpoint {
+				lastCheckpoint = now
+			}
 			for _, lp := range m.all() {
+				if lp.MaybeShrinkISR(now) {
+					m.b.isr.propose(lp)
+				}
+				if checkpoint {
+					if err := lp.CheckpointHighWatermark(); err != nil && !errors.Is(err, os.ErrNotExist) {
+						m.b.logger.Warn("high watermark checkpoint failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
+					}
+				}
 				if !lp.Log().SyncOnAppend() && lp.Log().NeedsFlush() {
 					if err := lp.Flush(); err != nil && !errors.Is(err, klog.ErrClosed) {
 						m.b.logger.Error("flush failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
@@ -346,6 +386,7 @@ func (m *partitionManager) runHousekeeping(ctx context.Context) {
 
 // closeAll closes every replica, flushing its log.
 func (m *partitionManager) closeAll() error {
+	m.fetchers.closeAll()
 	m.mu.Lock()
 	parts := m.parts
 	m.parts = map[topicPartition]*localPartition{}

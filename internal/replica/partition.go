@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	klog "github.com/samsa-io/samsa/internal/log"
 )
@@ -17,6 +18,12 @@ var (
 	ErrFencedLeaderEpoch  = errors.New("replica: leader epoch older than the current one")
 	ErrUnknownLeaderEpoch = errors.New("replica: leader epoch newer than the current one")
 	ErrClosed             = errors.New("replica: partition closed")
+	// ErrNotEnoughReplicas: the ISR is smaller than min.insync.replicas, so
+	// an acks=all write is refused before it is appended.
+	ErrNotEnoughReplicas = errors.New("replica: ISR smaller than min.insync.replicas")
+	// ErrNotEnoughReplicasAfterAppend: the write was appended, then the ISR
+	// shrank below min.insync.replicas before it was committed.
+	ErrNotEnoughReplicasAfterAppend = errors.New("replica: ISR shrank below min.insync.replicas after the append")
 )
 
 // Role is a replica's role in its partition.
@@ -46,9 +53,25 @@ type Partition struct {
 	mu sync.Mutex
 	// role is the current role; set by the partition manager.
 	role Role
-	// isr is the in-sync replica set of the current leader epoch.
+	// isr is the in-sync replica set of the current leader epoch, as
+	// stored in etcd.
 	isr []int32
-	// waiters are notified when the high watermark or LEO moves.
+	// leader is the leader's broker id (this broker when leading; -1 if
+	// none is known).
+	leader int32
+	// cfg holds the leader's replication settings.
+	cfg LeaderConfig
+	// followers tracks each follower while leading (leader.go).
+	followers map[int32]*followerState
+	// pendingISR is an ISR change proposed to etcd and not yet seen back,
+	// nil if none. While an expansion is pending the high watermark counts
+	// the joining follower too (the "maximal ISR" of KIP-497), so nothing
+	// is committed that the new member might lack.
+	pendingISR []int32
+	// epochStartOffset is the LEO when this leader epoch began.
+	epochStartOffset int64
+	// waiters are notified when the high watermark, the LEO or the ISR
+	// moves.
 	waiters map[*Waiter]struct{}
 	// closed is set by Close; the data path then fails with ErrClosed.
 	closed bool
@@ -57,8 +80,9 @@ type Partition struct {
 // New wraps an open log. The replica has no role until BecomeLeader or
 // BecomeFollower.
 func New(topic string, index, localID int32, l *klog.Log) *Partition {
-	p := &Partition{Topic: topic, Index: index, localID: localID, log: l, waiters: map[*Waiter]struct{}{}}
+	p := &Partition{Topic: topic, Index: index, localID: localID, log: l, leader: -1, waiters: map[*Waiter]struct{}{}}
 	p.leaderEpoch.Store(-1)
+	p.highWatermark.Store(min(readHighWatermark(l.Dir()), l.EndOffset()))
 	return p
 }
 
@@ -87,8 +111,9 @@ func (p *Partition) ISR() []int32 {
 
 // BecomeLeader makes the replica leader in epoch with the given ISR. The
 // log records that the epoch starts at its LEO, so OffsetsForLeaderEpoch
-// answers correctly even before the first append of the epoch.
-func (p *Partition) BecomeLeader(epoch int32, isr []int32) error {
+// answers correctly even before the first append of the epoch. Called again
+// in the same epoch, it takes a new ISR (after an ISR change was stored).
+func (p *Partition) BecomeLeader(epoch int32, isr []int32, cfg LeaderConfig) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -97,16 +122,25 @@ func (p *Partition) BecomeLeader(epoch int32, isr []int32) error {
 	if epoch < p.leaderEpoch.Load() {
 		return fmt.Errorf("%w: becoming leader in epoch %d, already in %d", ErrFencedLeaderEpoch, epoch, p.leaderEpoch.Load())
 	}
+	p.cfg = cfg
 	if p.role == RoleLeader && epoch == p.leaderEpoch.Load() {
+		if !slices.Equal(p.isr, isr) || p.pendingISR != nil && slices.Equal(p.pendingISR, isr) {
+			p.pendingISR = nil
+		}
 		p.isr = slices.Clone(isr)
 		p.maybeAdvanceHighWatermarkLocked()
+		p.notifyLocked()
 		return nil
 	}
 	if err := p.log.AssignEpoch(epoch); err != nil {
 		return err
 	}
 	p.role = RoleLeader
+	p.leader = p.localID
 	p.isr = slices.Clone(isr)
+	p.pendingISR = nil
+	p.epochStartOffset = p.log.EndOffset()
+	p.resetFollowersLocked(time.Now())
 	p.leaderEpoch.Store(epoch)
 	p.maybeAdvanceHighWatermarkLocked()
 	p.notifyLocked()
@@ -143,8 +177,11 @@ func (p *Partition) AppendAsLeader(batches []byte) (klog.AppendInfo, error) {
 	// The append happens under mu so that a role change cannot interleave
 	// with it: a batch is stamped with the epoch the replica is leader in.
 	info, err := p.log.Append(batches, epoch)
-	if err == nil && !p.log.SyncOnAppend() {
-		p.maybeAdvanceHighWatermarkLocked()
+	if err == nil {
+		if !p.log.SyncOnAppend() {
+			p.maybeAdvanceHighWatermarkLocked()
+		}
+		p.notifyLocked() // followers long-polling for the new LEO
 	}
 	p.mu.Unlock()
 	return info, err
@@ -175,8 +212,18 @@ func (p *Partition) WaitCommitted(ctx context.Context, end int64) error {
 			return ctx.Err()
 		case <-w.C:
 		}
-		if p.isClosed() {
+		p.mu.Lock()
+		closed, role, short := p.closed, p.role, int32(len(p.isr)) < p.cfg.MinInsyncReplicas
+		p.mu.Unlock()
+		switch {
+		case closed:
 			return ErrClosed
+		case role != RoleLeader:
+			return ErrNotLeader
+		case short && p.highWatermark.Load() < end:
+			// The ISR shrank below min.insync.replicas while waiting: the
+			// high watermark cannot pass the batch until it grows back.
+			return ErrNotEnoughReplicasAfterAppend
 		}
 	}
 	return nil
@@ -202,15 +249,15 @@ func (p *Partition) durableEnd() int64 {
 	return p.log.EndOffset()
 }
 
-// maybeAdvanceHighWatermarkLocked recomputes the high watermark as the
-// minimum durable LEO over the ISR (the leader alone until followers exist)
-// and wakes waiters when it moves. It never moves backwards.
+// maybeAdvanceHighWatermarkLocked recomputes the high watermark (see
+// leader.go: highWatermarkCandidateLocked) and wakes waiters when it moves.
+// It never moves backwards.
 func (p *Partition) maybeAdvanceHighWatermarkLocked() {
 	if p.role != RoleLeader {
 		return
 	}
-	hw := p.durableEnd()
-	if hw > p.highWatermark.Load() {
+	hw, ok := p.highWatermarkCandidateLocked()
+	if ok && hw > p.highWatermark.Load() {
 		p.highWatermark.Store(hw)
 		p.notifyLocked()
 	}

@@ -26,6 +26,9 @@ func batch(n int) []byte {
 	return b
 }
 
+// single is the configuration of a partition with one replica, broker 1.
+var single = LeaderConfig{Replicas: []int32{1}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 30 * time.Second}
+
 func newPartition(t *testing.T, flushMessages int64) *Partition {
 	t.Helper()
 	cfg := klog.DefaultConfig()
@@ -45,10 +48,10 @@ func TestAppendRequiresLeadership(t *testing.T) {
 	if _, err := p.AppendAsLeader(batch(1)); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("append before becoming leader: got %v, want ErrNotLeader", err)
 	}
-	if err := p.BecomeLeader(3, []int32{1}); err != nil {
+	if err := p.BecomeLeader(3, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.BecomeLeader(2, []int32{1}); !errors.Is(err, ErrFencedLeaderEpoch) {
+	if err := p.BecomeLeader(2, []int32{1}, single); !errors.Is(err, ErrFencedLeaderEpoch) {
 		t.Fatalf("older epoch: got %v, want ErrFencedLeaderEpoch", err)
 	}
 	if got := p.LeaderEpoch(); got != 3 {
@@ -68,7 +71,7 @@ func TestAppendRequiresLeadership(t *testing.T) {
 
 func TestCheckLeaderEpoch(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(5, []int32{1}); err != nil {
+	if err := p.BecomeLeader(5, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -85,7 +88,7 @@ func TestCheckLeaderEpoch(t *testing.T) {
 // and the high watermark follows the flushed offset.
 func TestHighWatermarkFollowsFlushInSyncMode(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(0, []int32{1}); err != nil {
+	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(batch(3)); err != nil {
@@ -113,7 +116,7 @@ func TestHighWatermarkFollowsFlushInSyncMode(t *testing.T) {
 // In page-cache mode the high watermark moves with the LEO.
 func TestHighWatermarkInPageCacheMode(t *testing.T) {
 	p := newPartition(t, 1<<40)
-	if err := p.BecomeLeader(0, []int32{1}); err != nil {
+	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(batch(4)); err != nil {
@@ -130,10 +133,11 @@ func TestHighWatermarkInPageCacheMode(t *testing.T) {
 	}
 }
 
-// A waiter parked on the partition wakes when the high watermark moves.
+// A waiter parked on the partition wakes when the LEO moves (followers
+// long-poll for it) and again when the high watermark moves.
 func TestWaiterWakesOnHighWatermark(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(0, []int32{1}); err != nil {
+	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	w := NewWaiter()
@@ -144,8 +148,11 @@ func TestWaiterWakesOnHighWatermark(t *testing.T) {
 	}
 	select {
 	case <-w.C:
-		t.Fatal("woken before the high watermark moved")
 	default:
+		t.Fatal("not woken by the append")
+	}
+	if p.HighWatermark() != 0 {
+		t.Fatal("high watermark moved before the flush")
 	}
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
@@ -160,7 +167,7 @@ func TestWaiterWakesOnHighWatermark(t *testing.T) {
 // Closing the partition fails its waiters instead of leaving them parked.
 func TestCloseReleasesWaiters(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(0, []int32{1}); err != nil {
+	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

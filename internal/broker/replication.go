@@ -1,0 +1,352 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+// Replication, follower side: one fetcher per leader broker pulls every
+// partition this broker follows from that leader with ordinary Fetch
+// requests carrying this broker's id, the follower's leader epoch and the
+// epoch of its last batch (Fetch v12), exactly as Kafka followers do. The
+// leader answers DivergingEpoch when the follower's log went a different way;
+// the follower truncates there and fetches again.
+//
+// Leader side (in 01_fetch.go): a fetch with a replica id records the
+// follower's position (replica.FollowerFetch), which moves the high
+// watermark and may propose an ISR expansion; isrUpdater stores ISR changes
+// in etcd by compare-and-swap.
+
+// fetcherManager owns the fetchers; the partition manager's goroutine is
+// its only caller.
+type fetcherManager struct {
+	b        *Broker
+	fetchers map[int32]*fetcher // by leader id
+}
+
+func newFetcherManager(b *Broker) *fetcherManager {
+	return &fetcherManager{b: b, fetchers: map[int32]*fetcher{}}
+}
+
+// follow makes lp fetched from leader (at addr), and from no other.
+func (m *fetcherManager) follow(tp topicPartition, lp *localPartition, leader int32, addr string) {
+	for id, f := range m.fetchers {
+		if id != leader {
+			f.remove(tp)
+		}
+	}
+	f := m.fetchers[leader]
+	if f != nil && f.addr != addr {
+		f.stop()
+		f = nil
+	}
+	if f == nil {
+		f = newFetcher(m.b, leader, addr)
+		m.fetchers[leader] = f
+	}
+	f.add(tp, lp)
+}
+
+// unfollow stops fetching tp.
+func (m *fetcherManager) unfollow(tp topicPartition) {
+	for _, f := range m.fetchers {
+		f.remove(tp)
+	}
+}
+
+// closeAll stops every fetcher and waits for them.
+func (m *fetcherManager) closeAll() {
+	for id, f := range m.fetchers {
+		f.stop()
+		delete(m.fetchers, id)
+	}
+}
+
+// fetcher replicates the partitions led by one broker.
+type fetcher struct {
+	b      *Broker
+	leader int32
+	addr   string
+	cl     *kgo.Client
+
+	mu sync.Mutex
+	// parts are the partitions fetched from this leader; guarded by mu.
+	parts map[topicPartition]*localPartition
+
+	// wake (size 1) tells an idle fetcher that partitions were added.
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newFetcher(b *Broker, leader int32, addr string) *fetcher {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fetcher{b: b, leader: leader, addr: addr, parts: map[topicPartition]*localPartition{},
+		wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("samsa-replica-"+strconv.Itoa(int(b.cfg.NodeID))),
+		kgo.RetryTimeout(0), kgo.DialTimeout(5*time.Second))
+	if err != nil {
+		// Only invalid options fail here.
+		b.logger.Error("cannot create replica fetcher client", "leader", leader, "err", err)
+		close(f.done)
+		return f
+	}
+	f.cl = cl
+	go f.run(ctx)
+	return f
+}
+
+func (f *fetcher) add(tp topicPartition, lp *localPartition) {
+	f.mu.Lock()
+	f.parts[tp] = lp
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) remove(tp topicPartition) {
+	f.mu.Lock()
+	delete(f.parts, tp)
+	f.mu.Unlock()
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+	if f.cl != nil {
+		f.cl.Close()
+	}
+}
+
+// fetchBackoff is the pause after a failed fetch.
+const fetchBackoff = 200 * time.Millisecond
+
+func (f *fetcher) run(ctx context.Context) {
+	defer close(f.done)
+	log := f.b.logger.With("leader", f.leader)
+	for ctx.Err() == nil {
+		f.mu.Lock()
+		parts := make(map[topicPartition]*localPartition, len(f.parts))
+		for tp, lp := range f.parts {
+			parts[tp] = lp
+		}
+		f.mu.Unlock()
+		if len(parts) == 0 {
+			select {
+			case <-ctx.Done():
+			case <-f.wake:
+			}
+			continue
+		}
+		req, sent := f.request(parts)
+		rctx, cancel := context.WithTimeout(ctx, f.b.cfg.ReplicaFetchWaitMax+10*time.Second)
+		kresp, err := f.cl.SeedBrokers()[0].Request(rctx, req)
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Debug("replica fetch failed", "err", err)
+				f.pause(ctx, fetchBackoff)
+			}
+			continue
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		backoff := resp.ErrorCode != 0
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				tp := topicPartition{rt.Topic, rp.Partition}
+				lp := parts[tp]
+				if lp == nil || lp.Role() != replica.RoleFollower || lp.LeaderEpoch() != sent[tp] {
+					continue // changed role or epoch since the request went out
+				}
+				if err := f.handle(lp, &rp); err != nil {
+					backoff = true
+					if !errors.Is(err, replica.ErrNotLeader) {
+						log.Warn("replication of a partition failed", "topic", tp.topic, "partition", tp.partition, "err", err)
+					}
+				}
+			}
+		}
+		if backoff {
+			f.pause(ctx, fetchBackoff)
+		}
+	}
+}
+
+func (f *fetcher) pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// request builds one Fetch for every partition, recording the leader epoch
+// each was sent with.
+func (f *fetcher) request(parts map[topicPartition]*localPartition) (*kmsg.FetchRequest, map[topicPartition]int32) {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = f.b.cfg.NodeID
+	req.MaxWaitMillis = int32(f.b.cfg.ReplicaFetchWaitMax.Milliseconds())
+	req.MinBytes = 1
+	req.MaxBytes = 64 << 20
+	req.SessionEpoch = -1
+	sent := make(map[topicPartition]int32, len(parts))
+	byTopic := map[string]int{}
+	for tp, lp := range parts {
+		i, ok := byTopic[tp.topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = tp.topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			byTopic[tp.topic] = i
+		}
+		offset, lastEpoch := lp.FetchPosition()
+		p := kmsg.NewFetchRequestTopicPartition()
+		p.Partition = tp.partition
+		p.FetchOffset = offset
+		p.LastFetchedEpoch = lastEpoch
+		p.CurrentLeaderEpoch = lp.LeaderEpoch()
+		p.LogStartOffset = lp.Log().StartOffset()
+		p.PartitionMaxBytes = f.b.cfg.ReplicaFetchMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		sent[tp] = p.CurrentLeaderEpoch
+	}
+	return req, sent
+}
+
+// handle applies one partition's fetch answer.
+func (f *fetcher) handle(lp *localPartition, rp *kmsg.FetchResponseTopicPartition) error {
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		offset, _ := lp.FetchPosition()
+		if offset < rp.LogStartOffset {
+			// Behind the leader's log start: start over from there.
+			return lp.TruncateFullyAndStartAt(rp.LogStartOffset)
+		}
+		// Ahead of the leader (only after an unclean election): keep what
+		// was committed, fetch the rest again.
+		_, err := lp.TruncateToDivergence(-1, -1)
+		return err
+	default:
+		return kerr.ErrorForCode(rp.ErrorCode)
+	}
+	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
+		leo, err := lp.TruncateToDivergence(rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		if err == nil {
+			f.b.logger.Info("truncated at the divergence from the leader", "topic", lp.Topic, "partition", lp.Index,
+				"epoch", rp.DivergingEpoch.Epoch, "leader_end_offset", rp.DivergingEpoch.EndOffset, "leo", leo)
+		}
+		return err
+	}
+	return lp.AppendFromLeader(rp.RecordBatches, rp.HighWatermark)
+}
+
+// isrUpdater stores the ISR changes leaders propose, one at a time, as
+// compare-and-swap writes of the partition state conditioned on this
+// broker's registration (a deposed, cut-off leader cannot change an ISR)
+// and, for members joining, on theirs being the live one the leader saw.
+type isrUpdater struct {
+	b *Broker
+
+	mu sync.Mutex
+	// queue holds the partitions with a proposal to store; guarded by mu.
+	queue map[*localPartition]bool
+	// wake (size 1) signals a non-empty queue.
+	wake chan struct{}
+}
+
+func newISRUpdater(b *Broker) *isrUpdater {
+	return &isrUpdater{b: b, queue: map[*localPartition]bool{}, wake: make(chan struct{}, 1)}
+}
+
+func (u *isrUpdater) propose(lp *localPartition) {
+	u.mu.Lock()
+	u.queue[lp] = true
+	u.mu.Unlock()
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (u *isrUpdater) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-u.wake:
+		}
+		u.mu.Lock()
+		batch := u.queue
+		u.queue = map[*localPartition]bool{}
+		u.mu.Unlock()
+		for lp := range batch {
+			if err := u.store(ctx, lp); err != nil {
+				lp.ISRProposalFailed()
+				if ctx.Err() == nil && !errors.Is(err, coord.ErrConflict) {
+					u.b.logger.Warn("ISR change not stored", "topic", lp.Topic, "partition", lp.Index, "err", err)
+				}
+			}
+		}
+	}
+}
+
+func (u *isrUpdater) store(ctx context.Context, lp *localPartition) error {
+	isr, epoch := lp.ProposedISR()
+	if isr == nil {
+		return nil
+	}
+	s := u.b.cache.Snapshot()
+	vp, ok := s.Partition(lp.Topic, lp.Index)
+	if vt, known := s.Topics[lp.Topic]; !ok || !known || vt.Topic.ID != lp.topicID ||
+		vp.Leader != u.b.cfg.NodeID || vp.LeaderEpoch != epoch {
+		return replica.ErrNotLeader
+	}
+	conds := []coord.Condition{u.b.session.Condition()}
+	for _, r := range isr {
+		if r == u.b.cfg.NodeID || slices.Contains(vp.ISR, r) {
+			continue
+		}
+		vb, live := s.Brokers[r]
+		if !live {
+			return errors.New("broker: a joining ISR member is not registered")
+		}
+		conds = append(conds, coord.BrokerRegistered(r, vb.CreateRevision))
+	}
+	next := vp.PartitionState.Clone()
+	next.ISR = isr
+	next.PartitionEpoch++
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := u.b.client.CASPartitionState(wctx, next, vp.ModRevision, conds...); err != nil {
+		return err
+	}
+	u.b.logger.Info("ISR changed", "topic", lp.Topic, "partition", lp.Index, "epoch", epoch, "from", vp.ISR, "to", isr)
+	return nil
+}
+
+// brokerAddr is a live broker's advertised address in s.
+func brokerAddr(s *coord.Snapshot, id int32) (string, bool) {
+	vb, ok := s.Brokers[id]
+	if !ok {
+		return "", false
+	}
+	return net.JoinHostPort(vb.Host, strconv.Itoa(int(vb.Port))), true
+}

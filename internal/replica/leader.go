@@ -1,0 +1,182 @@
+package replica
+
+import (
+	"slices"
+	"time"
+)
+
+// LeaderConfig is what a leader needs to know of its partition.
+type LeaderConfig struct {
+	// Replicas is the assignment; only these brokers may fetch as followers.
+	Replicas []int32
+	// MinInsyncReplicas is min.insync.replicas.
+	MinInsyncReplicas int32
+	// ReplicaLagTimeMax is replica.lag.time.max.ms: a follower not caught
+	// up for this long leaves the ISR.
+	ReplicaLagTimeMax time.Duration
+}
+
+// followerState is the leader's view of one follower in this epoch.
+type followerState struct {
+	// leo is the follower's durable LEO, from its last fetch offset; -1
+	// until it fetched in this epoch.
+	leo int64
+	// lastFetch is when it last fetched; leaderEndAtLastFetch the leader's
+	// LEO at that moment.
+	lastFetch            time.Time
+	leaderEndAtLastFetch int64
+	// lastCaughtUp is the last time the follower had everything the leader
+	// had (Kafka's lastCaughtUpTimeMs).
+	lastCaughtUp time.Time
+}
+
+// resetFollowersLocked starts a leader epoch: no follower has fetched yet,
+// and all count as caught up now, so none is dropped before it could fetch.
+func (p *Partition) resetFollowersLocked(now time.Time) {
+	p.followers = map[int32]*followerState{}
+	for _, r := range p.cfg.Replicas {
+		if r != p.localID {
+			p.followers[r] = &followerState{leo: -1, lastCaughtUp: now}
+		}
+	}
+}
+
+// highWatermarkCandidateLocked is the minimum durable LEO over the maximal
+// ISR (the stored ISR plus a pending expansion): the leader's own durable
+// end and each follower's last fetch offset. It is not ok while a member
+// has not fetched in this epoch, or while the ISR is smaller than
+// min.insync.replicas (the strict rule: with too few replicas nothing more
+// is committed, so no consumer reads what one surviving replica could still
+// lose).
+func (p *Partition) highWatermarkCandidateLocked() (int64, bool) {
+	if int32(len(p.isr)) < p.cfg.MinInsyncReplicas {
+		return 0, false
+	}
+	hw := p.durableEnd()
+	for _, r := range p.maximalISRLocked() {
+		if r == p.localID {
+			continue
+		}
+		f := p.followers[r]
+		if f == nil || f.leo < 0 {
+			return 0, false
+		}
+		hw = min(hw, f.leo)
+	}
+	return hw, true
+}
+
+func (p *Partition) maximalISRLocked() []int32 {
+	if p.pendingISR == nil {
+		return p.isr
+	}
+	out := slices.Clone(p.isr)
+	for _, r := range p.pendingISR {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// FollowerFetch records a follower's fetch at offset (its durable LEO) and
+// advances the high watermark. It reports whether the follower should join
+// the ISR: it caught up to the high watermark and to the start of this
+// leader epoch; the caller then proposes the change (ProposedISR).
+func (p *Partition) FollowerFetch(id int32, offset int64, now time.Time) (expand bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false, ErrClosed
+	}
+	if p.role != RoleLeader {
+		return false, ErrNotLeader
+	}
+	f := p.followers[id]
+	if f == nil {
+		return false, ErrUnknownReplica
+	}
+	leo := p.log.EndOffset()
+	switch {
+	case offset >= leo:
+		f.lastCaughtUp = now
+	case offset >= f.leaderEndAtLastFetch && !f.lastFetch.IsZero():
+		// It has everything the leader had at its previous fetch.
+		f.lastCaughtUp = f.lastFetch
+	}
+	f.leo, f.lastFetch, f.leaderEndAtLastFetch = offset, now, leo
+	p.maybeAdvanceHighWatermarkLocked()
+	if p.pendingISR == nil && !slices.Contains(p.isr, id) &&
+		offset >= p.highWatermark.Load() && offset >= p.epochStartOffset {
+		p.pendingISR = append(slices.Clone(p.isr), id)
+		p.maybeAdvanceHighWatermarkLocked()
+		return true, nil
+	}
+	return false, nil
+}
+
+// MaybeShrinkISR drops from the ISR the followers that have not caught up
+// within replica.lag.time.max.ms, as a pending proposal; it reports whether
+// there is one for the caller to propose.
+func (p *Partition) MaybeShrinkISR(now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != RoleLeader || p.closed || p.pendingISR != nil {
+		return false
+	}
+	keep := slices.DeleteFunc(slices.Clone(p.isr), func(r int32) bool {
+		f := p.followers[r]
+		return r != p.localID && (f == nil || now.Sub(f.lastCaughtUp) > p.cfg.ReplicaLagTimeMax)
+	})
+	if len(keep) == len(p.isr) {
+		return false
+	}
+	p.pendingISR = keep
+	return true
+}
+
+// ProposedISR returns the pending ISR change and the epoch it belongs to,
+// or nil.
+func (p *Partition) ProposedISR() (isr []int32, epoch int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.pendingISR), p.leaderEpoch.Load()
+}
+
+// ISRProposalFailed forgets a pending ISR change that could not be stored;
+// the next fetch or shrink check proposes again if still needed.
+func (p *Partition) ISRProposalFailed() {
+	p.mu.Lock()
+	p.pendingISR = nil
+	p.mu.Unlock()
+}
+
+// CheckMinISR refuses an acks=all write while the ISR is smaller than
+// min.insync.replicas.
+func (p *Partition) CheckMinISR() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if int32(len(p.isr)) < p.cfg.MinInsyncReplicas {
+		return ErrNotEnoughReplicas
+	}
+	return nil
+}
+
+// HighWatermarkKnown reports whether this leader has committed an entry of
+// its own epoch: until then its high watermark may lag the previous
+// leader's, and offsets derived from it (ListOffsets latest) are withheld
+// (OFFSET_NOT_AVAILABLE), so clients never see the high watermark go back.
+func (p *Partition) HighWatermarkKnown() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.role == RoleLeader && p.highWatermark.Load() >= p.epochStartOffset
+}
+
+// ReadForFollower returns whole batches from offset up to the LEO (followers
+// replicate uncommitted data too).
+func (p *Partition) ReadForFollower(offset int64, maxBytes int) ([]byte, error) {
+	if p.isClosed() {
+		return nil, ErrClosed
+	}
+	return p.log.Read(offset, p.log.EndOffset(), maxBytes, true)
+}
