@@ -281,6 +281,7 @@ func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
+		b.controlledShutdown()
 		if b.server != nil {
 			errs = append(errs, b.server.Close())
 		}
@@ -317,6 +318,62 @@ func (b *Broker) Close() error {
 		}
 	})
 	return b.closeErr
+}
+
+// controlledShutdownTimeout bounds how long Close waits for the controller
+// to move leadership away.
+const controlledShutdownTimeout = 30 * time.Second
+
+// controlledShutdown marks the registration as shutting down, so the
+// controller hands this broker's leaderships to in-sync replicas and drops
+// it from the ISRs, and waits until it leads nothing another replica could
+// take over. Meanwhile it keeps serving, so clients see only retriable
+// NOT_LEADER_OR_FOLLOWER answers and move on: a rolling restart loses no
+// write (Kafka's controlled.shutdown).
+func (b *Broker) controlledShutdown() {
+	if b.session == nil || b.cache == nil || b.cancel == nil {
+		return // not started
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), controlledShutdownTimeout)
+	defer cancel()
+	if err := b.session.MarkShuttingDown(ctx); err != nil {
+		b.logger.Warn("controlled shutdown: cannot mark the registration", "err", err)
+		return
+	}
+	for {
+		changed := b.cache.Changed()
+		n := movableLeaderships(b.cache.Snapshot(), b.cfg.NodeID)
+		if n == 0 {
+			b.logger.Info("controlled shutdown: leadership moved away")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.logger.Warn("controlled shutdown: gave up waiting for leadership to move", "partitions", n)
+			return
+		case <-changed:
+		}
+	}
+}
+
+// movableLeaderships counts the partitions id leads that another live,
+// in-sync replica not shutting down could lead.
+func movableLeaderships(s *coord.Snapshot, id int32) int {
+	n := 0
+	for _, parts := range s.Partitions {
+		for _, vp := range parts {
+			if !vp.Exists() || vp.Leader != id {
+				continue
+			}
+			for _, r := range vp.ISR {
+				if vb, ok := s.Brokers[r]; ok && r != id && !vb.ShuttingDown {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n
 }
 
 // liveBrokers returns the ids of registered brokers, sorted.

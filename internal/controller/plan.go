@@ -7,7 +7,8 @@
 // controller epoch, so a deposed controller can write nothing.
 //
 // Rules, per partition (Kafka's, as its KRaft controller applies them when
-// a broker is fenced or unfenced):
+// a broker is fenced or unfenced; a broker in controlled shutdown counts as
+// fenced):
 //   - A live leader keeps its role; dead brokers are removed from the ISR
 //     (the leader epoch stays, the partition epoch is bumped).
 //   - A dead (or absent) leader is replaced by the first replica in
@@ -17,12 +18,14 @@
 //     epoch + 1, the ISR left as it was, so that whichever of its members
 //     returns first can be elected cleanly (each has every committed
 //     record).
+//   - A leader in controlled shutdown is replaced like a dead one when an
+//     ISR replica can take over; otherwise it keeps leading until it stops.
 //   - Only if the topic sets unclean.leader.election.enable does a live
 //     replica outside the ISR become leader of an offline partition (ISR =
 //     that replica alone), accepting the loss of committed records.
 //
 // Not yet here (issue #3 continues): preferred-leader elections and
-// automatic rebalancing, controlled-shutdown handover of leadership, and
+// automatic rebalancing, and
 // fencing a broker that restarted faster than its session expired (its
 // registration's create revision changes; ISR members should then be
 // tracked by incarnation as in KIP-903).
@@ -56,7 +59,11 @@ func Plan(s *coord.Snapshot, epoch int64, unclean func(meta.Topic) bool) []Chang
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	alive := func(id int32) bool { _, ok := s.Brokers[id]; return ok }
+	// A broker in controlled shutdown counts as gone: its leadership and
+	// ISR memberships move away while it still serves, so clients see only
+	// retriable errors.
+	alive := func(id int32) bool { b, ok := s.Brokers[id]; return ok && !b.ShuttingDown }
+	registered := func(id int32) bool { _, ok := s.Brokers[id]; return ok }
 	for _, name := range names {
 		t := s.Topics[name].Topic
 		for p, replicas := range t.Partitions {
@@ -64,7 +71,7 @@ func Plan(s *coord.Snapshot, epoch int64, unclean func(meta.Topic) bool) []Chang
 			if !ok {
 				continue
 			}
-			if c, ok := planPartition(vp, replicas, alive, func() bool { return unclean(t) }); ok {
+			if c, ok := planPartition(vp, replicas, alive, registered, func() bool { return unclean(t) }); ok {
 				c.State.ControllerEpoch = epoch
 				out = append(out, c)
 			}
@@ -73,7 +80,7 @@ func Plan(s *coord.Snapshot, epoch int64, unclean func(meta.Topic) bool) []Chang
 	return out
 }
 
-func planPartition(vp coord.VersionedPartition, replicas []int32, alive func(int32) bool, unclean func() bool) (Change, bool) {
+func planPartition(vp coord.VersionedPartition, replicas []int32, alive, registered func(int32) bool, unclean func() bool) (Change, bool) {
 	cur := vp.PartitionState
 	liveISR := slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return !alive(id) })
 	next := cur.Clone()
@@ -105,6 +112,11 @@ func planPartition(vp coord.VersionedPartition, replicas []int32, alive func(int
 	}
 	if cur.Leader == meta.NoLeader {
 		return Change{}, false // already offline
+	}
+	if registered(cur.Leader) {
+		// A leader in controlled shutdown with nobody to hand over to keeps
+		// serving until it is gone.
+		return Change{}, false
 	}
 	next.Leader, next.LeaderEpoch = meta.NoLeader, cur.LeaderEpoch+1
 	return change("no live ISR member: partition offline")

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/samsa-io/samsa/internal/coord"
@@ -11,13 +12,19 @@ import (
 // snapshot builds a one-topic snapshot: partition 0 with the given
 // assignment and state, and the given live brokers.
 func snapshot(replicas []int32, st meta.PartitionState, live ...int32) *coord.Snapshot {
+	return snapshotShuttingDown(replicas, st, nil, live...)
+}
+
+// snapshotShuttingDown is snapshot with some live brokers in controlled
+// shutdown.
+func snapshotShuttingDown(replicas []int32, st meta.PartitionState, shuttingDown []int32, live ...int32) *coord.Snapshot {
 	s := &coord.Snapshot{
 		Brokers:    map[int32]coord.VersionedBroker{},
 		Topics:     map[string]coord.VersionedTopic{"t": {Topic: meta.Topic{Name: "t", Partitions: [][]int32{replicas}}}},
 		Partitions: map[string][]coord.VersionedPartition{},
 	}
 	for _, id := range live {
-		s.Brokers[id] = coord.VersionedBroker{Broker: meta.Broker{ID: id}}
+		s.Brokers[id] = coord.VersionedBroker{Broker: meta.Broker{ID: id, ShuttingDown: slices.Contains(shuttingDown, id)}}
 	}
 	st.Topic, st.Partition = "t", 0
 	s.Partitions["t"] = []coord.VersionedPartition{{PartitionState: st, ModRevision: 42}}
@@ -83,5 +90,35 @@ func TestPlanSkipsMissingStates(t *testing.T) {
 	s.Topics["t"] = coord.VersionedTopic{Topic: meta.Topic{Name: "t", Partitions: [][]int32{{1}, {1}}}}
 	if got := Plan(s, 1, func(meta.Topic) bool { return false }); len(got) != 1 || got[0].State.Partition != 0 {
 		t.Fatalf("got %+v, want one change for partition 0 only", got)
+	}
+}
+
+// A broker in controlled shutdown hands its leadership to an ISR replica and
+// leaves the ISRs; with nobody to take over, it keeps leading.
+func TestPlanControlledShutdown(t *testing.T) {
+	tests := []struct {
+		name     string
+		replicas []int32
+		state    meta.PartitionState
+		want     string
+	}{
+		{"leader hands over", []int32{1, 2, 3}, meta.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 2, 3}}, "2 4 [2 3]"},
+		{"follower leaves the ISR", []int32{2, 1, 3}, meta.PartitionState{Leader: 2, LeaderEpoch: 3, ISR: []int32{2, 1, 3}}, "2 3 [2 3]"},
+		{"sole replica keeps leading", []int32{1}, meta.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}}, ""},
+		{"no ISR replica to take over", []int32{1, 2}, meta.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshotShuttingDown(tt.replicas, tt.state, []int32{1}, 1, 2, 3)
+			changes := Plan(s, 5, func(meta.Topic) bool { return false })
+			got := ""
+			if len(changes) == 1 {
+				c := changes[0].State
+				got = fmt.Sprintf("%d %d %v", c.Leader, c.LeaderEpoch, c.ISR)
+			}
+			if got != tt.want || len(changes) > 1 {
+				t.Fatalf("got %q (%d changes), want %q", got, len(changes), tt.want)
+			}
+		})
 	}
 }

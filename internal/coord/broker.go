@@ -237,6 +237,34 @@ func (s *Session) CreateRevision() int64 { return s.createRevision }
 // can fence its own ISR writes with it.
 func (s *Session) Condition() Condition { return BrokerRegistered(s.broker.ID, s.createRevision) }
 
+// MarkShuttingDown rewrites the registration with ShuttingDown set, on the
+// same lease and only while it is still this session's (controlled
+// shutdown).
+func (s *Session) MarkShuttingDown(ctx context.Context) error {
+	c := s.client
+	b := s.broker
+	b.ShuttingDown = true
+	val, err := meta.Encode(b)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	key := c.keys.abs(relBroker(b.ID))
+	resp, err := c.etcd.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", s.createRevision)).
+		Then(clientv3.OpPut(key, string(val), clientv3.WithLease(s.lease))).
+		Commit()
+	if err != nil {
+		return c.wrapErr("mark broker shutting down", err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("coord: mark broker %d shutting down: %w", b.ID, ErrSessionLost)
+	}
+	c.noteRevision(resp.Header.Revision)
+	return nil
+}
+
 // Close revokes the lease, which deletes the registration at once (clean
 // shutdown), and stops the keepalive. A lease that is already gone is not
 // an error. If etcd cannot be reached the keepalive still stops, and the

@@ -31,6 +31,9 @@ type Broker struct {
 	// StartedUnixMs is when the registering process started; it tells a
 	// restarted broker apart from its previous incarnation.
 	StartedUnixMs int64 `json:"started_unix_ms"`
+	// ShuttingDown is set by a broker in controlled shutdown: the
+	// controller moves its leadership and ISR memberships away first.
+	ShuttingDown bool `json:"shutting_down,omitempty"`
 }
 
 // TopicID is a topic's 16-byte UUID (Kafka's topic id, KIP-516).
