@@ -43,6 +43,8 @@ type Broker struct {
 	producerIDs *producerIDAllocator
 	// isr stores the ISR changes this broker's leaders propose.
 	isr *isrUpdater
+	// controller is this broker's controller candidate.
+	controller *controller.Controller
 	// parkedFetches counts long-poll fetches waiting for data.
 	parkedFetches atomic.Int64
 
@@ -157,17 +159,21 @@ func (b *Broker) start(ctx context.Context) error {
 	go func() { defer b.wg.Done(); b.isr.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.runHousekeeping(bg) }()
+	b.controller = controller.New(controller.Config{
+		Client:  b.client,
+		Cache:   b.cache,
+		Session: b.session,
+		Unclean: func(t meta.Topic) bool {
+			return resolveTopicSettings(t.Configs, b.cfg.TopicDefaults).uncleanLeaderElection
+		},
+		AutoRebalance:     b.cfg.AutoLeaderRebalance,
+		RebalanceInterval: b.cfg.LeaderImbalanceCheckInterval,
+		ImbalancePercent:  b.cfg.LeaderImbalancePercent,
+		Logger:            b.logger,
+	})
 	go func() {
 		defer b.wg.Done()
-		err := controller.Run(bg, controller.Config{
-			Client:  b.client,
-			Cache:   b.cache,
-			Session: b.session,
-			Unclean: func(t meta.Topic) bool {
-				return resolveTopicSettings(t.Configs, b.cfg.TopicDefaults).uncleanLeaderElection
-			},
-			Logger: b.logger,
-		})
+		err := b.controller.Run(bg)
 		if err != nil {
 			b.logger.Error("controller candidate stopped", "err", err)
 		}

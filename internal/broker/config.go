@@ -80,6 +80,14 @@ type Config struct {
 	// replica.high.watermark.checkpoint.interval.ms.
 	HighWatermarkCheckpointInterval time.Duration
 
+	// AutoLeaderRebalance, LeaderImbalanceCheckInterval and
+	// LeaderImbalancePercent are auto.leader.rebalance.enable,
+	// leader.imbalance.check.interval.seconds and
+	// leader.imbalance.per.broker.percentage.
+	AutoLeaderRebalance          bool
+	LeaderImbalanceCheckInterval time.Duration
+	LeaderImbalancePercent       int
+
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// ProducerIDExpiration is producer.id.expiration.ms.
@@ -228,6 +236,24 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want a non-negative integer"))
 		}
 		c.MaxConnections = int(n)
+	case "auto.leader.rebalance.enable":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return bad(err)
+		}
+		c.AutoLeaderRebalance = b
+	case "leader.imbalance.check.interval.seconds":
+		n, err := parseInt(32)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive number of seconds"))
+		}
+		c.LeaderImbalanceCheckInterval = time.Duration(n) * time.Second
+	case "leader.imbalance.per.broker.percentage":
+		n, err := parseInt(32)
+		if err != nil || n < 0 || n > 100 {
+			return bad(fmt.Errorf("want a percentage from 0 to 100"))
+		}
+		c.LeaderImbalancePercent = int(n)
 	case "replica.lag.time.max.ms":
 		d, err := parseMs()
 		if err != nil || d == 0 {

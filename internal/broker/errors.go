@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/coord"
 	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/records"
@@ -43,6 +44,16 @@ func errorCode(err error) int16 {
 	case errors.Is(err, coord.ErrTopicExists):
 		return kerr.TopicAlreadyExists.Code
 	case errors.Is(err, coord.ErrTopicNotFound):
+		return kerr.UnknownTopicOrPartition.Code
+	case errors.Is(err, controller.ErrNotController):
+		return kerr.NotController.Code
+	case errors.Is(err, controller.ErrElectionNotNeeded):
+		return kerr.ElectionNotNeeded.Code
+	case errors.Is(err, controller.ErrPreferredLeaderNotAvailable):
+		return kerr.PreferredLeaderNotAvailable.Code
+	case errors.Is(err, controller.ErrEligibleLeadersNotAvailable):
+		return kerr.EligibleLeadersNotAvailable.Code
+	case errors.Is(err, controller.ErrUnknownPartition):
 		return kerr.UnknownTopicOrPartition.Code
 	case errors.Is(err, errOffsetNotAvailable):
 		return kerr.OffsetNotAvailable.Code

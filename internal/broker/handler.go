@@ -32,6 +32,7 @@ func init() {
 		23: {2, 4, (*Broker).handleOffsetForLeaderEpoch},
 		32: {1, 4, (*Broker).handleDescribeConfigs},
 		37: {0, 3, (*Broker).handleCreatePartitions},
+		43: {0, 2, (*Broker).handleElectLeaders},
 		44: {0, 1, (*Broker).handleIncrementalAlterConfigs},
 		60: {0, 1, (*Broker).handleDescribeCluster},
 	}

@@ -41,8 +41,8 @@ func startCandidate(t *testing.T, endpoints []string, cluster string, id int32) 
 	runCtx, stop := context.WithCancel(context.Background())
 	c := &candidate{id: id, client: cl, session: s, cancel: stop, done: make(chan error, 1)}
 	go func() {
-		c.done <- Run(runCtx, Config{Client: cl, Cache: cache, Session: s, Logger: quiet,
-			Unclean: func(meta.Topic) bool { return false }})
+		c.done <- New(Config{Client: cl, Cache: cache, Session: s, Logger: quiet,
+			Unclean: func(meta.Topic) bool { return false }}).Run(runCtx)
 	}()
 	t.Cleanup(func() {
 		c.stop(t)

@@ -1,0 +1,90 @@
+package broker
+
+// ElectLeaders (key 43), versions 0–2 (flexible from v2).
+//
+// Answered by the active controller (NOT_CONTROLLER elsewhere; clients send
+// it to the controller Metadata names). v0 elects preferred leaders; v1+
+// carries the type: PREFERRED (0) gives each partition its first assigned
+// replica if that one is alive and in the ISR (PREFERRED_LEADER_NOT_AVAILABLE
+// otherwise, ELECTION_NOT_NEEDED if it leads already); UNCLEAN (1) elects a
+// leader for a partition without one, from the ISR if possible, else any
+// live replica (ELIGIBLE_LEADERS_NOT_AVAILABLE if none). A null topic list
+// means every partition. Elections are fenced writes of the controller, as
+// its own are.
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/controller"
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleElectLeaders(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.ElectLeadersRequest)
+	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+	kind := controller.Preferred
+	if r.Version >= 1 {
+		kind = controller.ElectionKind(r.ElectionType)
+	}
+	var targets []controller.TopicPartition
+	if r.Topics == nil {
+		s := b.cache.Snapshot()
+		for name, vt := range s.Topics {
+			for p := range vt.Topic.Partitions {
+				targets = append(targets, controller.TopicPartition{Topic: name, Partition: int32(p)})
+			}
+		}
+		slices.SortFunc(targets, func(a, b controller.TopicPartition) int {
+			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return int(a.Partition - b.Partition)
+		})
+	} else {
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				targets = append(targets, controller.TopicPartition{Topic: t.Topic, Partition: p})
+			}
+		}
+	}
+	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
+	defer cancel()
+	var results map[controller.TopicPartition]error
+	var topErr error
+	if kind != controller.Preferred && kind != controller.Unclean {
+		topErr = errInvalidRequest
+	} else {
+		results, topErr = b.controller.Elect(ctx, kind, targets)
+	}
+	if topErr != nil && r.Version >= 1 {
+		resp.ErrorCode = errorCode(topErr)
+	}
+	byTopic := map[string]int{}
+	for _, tp := range targets {
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = tp.Topic
+			resp.Topics = append(resp.Topics, rt)
+			i = len(resp.Topics) - 1
+			byTopic[tp.Topic] = i
+		}
+		rp := kmsg.NewElectLeadersResponseTopicPartition()
+		rp.Partition = tp.Partition
+		err := topErr
+		if err == nil {
+			err = results[tp]
+		}
+		if err != nil {
+			rp.ErrorCode = errorCode(err)
+			msg := err.Error()
+			rp.ErrorMessage = &msg
+		}
+		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+	}
+	return reply(resp)
+}
