@@ -48,7 +48,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *protocol.Reque
 }
 
 func (b *Broker) createPartitions(ctx context.Context, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
-	brokers := liveBrokers(b.cache.Snapshot())
+	brokers := placementBrokers(b.cache.Snapshot())
 	update := func(topic *meta.Topic) ([]meta.PartitionState, error) {
 		current := int32(len(topic.Partitions))
 		if t.Count <= current {

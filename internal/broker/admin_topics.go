@@ -46,7 +46,7 @@ func (b *Broker) prepareTopic(name string, partitions int32, rf int16, assignmen
 			return t, fmt.Errorf("%w: %v", errInvalidConfig, err)
 		}
 	}
-	brokers := liveBrokers(b.cache.Snapshot())
+	brokers := placementBrokers(b.cache.Snapshot())
 	if assignment != nil {
 		if partitions != -1 || rf != -1 {
 			return t, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor were given", errInvalidRequest)

@@ -14,11 +14,11 @@ import (
 var errInvalidReplicationFactor = errors.New("broker: replication factor larger than the number of live brokers")
 
 // assignReplicas assigns rf replicas to each of n new partitions, numbered
-// from first, over the live brokers (sorted). Partition p's preferred
-// leader is brokers[(start+p) % len], its followers the next brokers in
-// order, so leaders and replicas spread evenly. start is chosen at random
-// per topic so that topics do not all lead on the same broker. Rack
-// awareness arrives with the replication issue (#3).
+// from first, over the live brokers in placement order (see placement).
+// Partition p's preferred leader is brokers[(start+p) % len], its followers
+// the next brokers in order, so leaders and replicas spread evenly. start is
+// chosen at random per topic so that topics do not all lead on the same
+// broker.
 func assignReplicas(brokers []int32, first, n int32, rf int16) ([][]int32, error) {
 	if int(rf) > len(brokers) || rf < 1 {
 		return nil, fmt.Errorf("%w: %d replicas, %d brokers", errInvalidReplicationFactor, rf, len(brokers))
@@ -76,3 +76,35 @@ func validateAssignment(assignment [][]int32, brokers []int32) error {
 }
 
 func sortInt32s(s []int32) { slices.Sort(s) }
+
+// placement orders the live brokers for assignReplicas. With racks set
+// (broker.rack), brokers of different racks alternate (rack A's first,
+// rack B's first, ..., rack A's second, ...), as in Kafka's rack-aware
+// assignment, so a partition's consecutive replicas sit on different racks
+// and a replication factor up to the number of racks puts each replica on
+// its own rack when the racks are evenly sized. A broker without a rack
+// counts as a rack of its own name "". Without racks: the ids in order.
+func placement(ids []int32, rackOf func(int32) string) []int32 {
+	byRack := map[string][]int32{}
+	var racks []string
+	for _, id := range ids {
+		r := rackOf(id)
+		if _, ok := byRack[r]; !ok {
+			racks = append(racks, r)
+		}
+		byRack[r] = append(byRack[r], id)
+	}
+	if len(racks) <= 1 {
+		return ids
+	}
+	slices.Sort(racks)
+	out := make([]int32, 0, len(ids))
+	for i := 0; len(out) < len(ids); i++ {
+		for _, r := range racks {
+			if i < len(byRack[r]) {
+				out = append(out, byRack[r][i])
+			}
+		}
+	}
+	return out
+}

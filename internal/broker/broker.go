@@ -392,6 +392,12 @@ func liveBrokers(s *coord.Snapshot) []int32 {
 	return ids
 }
 
+// placementBrokers is the live brokers in the order replicas are assigned
+// over (rack-aware, see placement).
+func placementBrokers(s *coord.Snapshot) []int32 {
+	return placement(liveBrokers(s), func(id int32) string { return s.Brokers[id].Rack })
+}
+
 // controllerID is the controller reported to clients: the elected one, or,
 // in the moments without one (an election under way), the lowest live
 // broker id. Every broker can serve the admin requests that clients send to

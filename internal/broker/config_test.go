@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -180,5 +181,29 @@ func TestParseDirName(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("%q: got %v %v, want %v %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestRackAwarePlacement(t *testing.T) {
+	racks := map[int32]string{1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+	order := placement([]int32{1, 2, 3, 4, 5, 6}, func(id int32) string { return racks[id] })
+	if got, want := fmt.Sprint(order), "[1 3 5 2 4 6]"; got != want {
+		t.Fatalf("placement %s, want %s", got, want)
+	}
+	a, err := assignReplicas(order, 0, 12, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, replicas := range a {
+		seen := map[string]bool{}
+		for _, r := range replicas {
+			if seen[racks[r]] {
+				t.Fatalf("partition %d: replicas %v put two on rack %s", p, replicas, racks[r])
+			}
+			seen[racks[r]] = true
+		}
+	}
+	if got := fmt.Sprint(placement([]int32{3, 1, 2}, func(int32) string { return "" })); got != "[3 1 2]" {
+		t.Fatalf("without racks the order must stay: %s", got)
 	}
 }
