@@ -346,7 +346,9 @@ func TestClusterHealthy(t *testing.T) {
 // and leads its single-replica partitions again.
 func TestClusterControllerFailover(t *testing.T) {
 	t.Parallel() // its own etcd and brokers; mostly waits
-	c := StartCluster(t, 3)
+	// No automatic preferred-leader election: the test checks that leaders
+	// stay put when the broker returns.
+	c := StartCluster(t, 3, WithOverrides("auto.leader.rebalance.enable=false"))
 	all := c.IDs()
 	createClusterTopic(t, c, "fo1", 6, 1)
 	createClusterTopic(t, c, "fo3", 6, 3)
@@ -481,10 +483,13 @@ func testBrokerPartitionedFromEtcd(t *testing.T, fault func(*Cluster, int32)) {
 	t.Logf("broker %d partitioned from etcd: deregistered and its partitions re-elected after %v", victim, time.Since(cutAt).Round(time.Millisecond))
 
 	// The broker's own view: its session ends (it can renew nothing), so
-	// broker.Run returns and the process exits. Closing the broker tries to
-	// revoke the lease through the partition, which takes up to its 5 s
-	// timeout.
-	status := c.WaitExit(victim, c.SessionTimeout+30*time.Second)
+	// broker.Run returns and the process exits with an error status, once
+	// closing the broker has failed to reach etcd twice: the controlled
+	// shutdown's attempt to mark the registration (up to its 30 s timeout;
+	// less when gRPC's keepalive gives up on a blackholed connection first),
+	// then the lease revoke (5 s). TestClusterSessionLossStopsLeading checks
+	// what the broker does in the meantime.
+	status := c.WaitExit(victim, c.SessionTimeout+30*time.Second+5*time.Second+10*time.Second)
 	t.Logf("broker %d exited %v after the partition began: %s", victim, time.Since(cutAt).Round(time.Millisecond), exitStatus(status))
 	logs := c.Broker(victim).Proc.Stderr(t)
 	if !strings.Contains(logs, "broker registration lost; shutting down") {
@@ -510,6 +515,93 @@ func testBrokerPartitionedFromEtcd(t *testing.T, fault func(*Cluster, int32)) {
 			return s
 		})
 	})
+}
+
+// TestClusterSessionLossStopsLeading: DESIGN.md §4, "a broker that loses
+// its etcd session stops acting as leader". A broker cut from etcd declares
+// its session lost before etcd expires it (coord's lostMargin), so by the
+// time the other brokers report a new leader for a partition it led, it
+// must neither acknowledge a write to that partition (acks=1: the new
+// leader never sees it, so it would be lost) nor tell clients that it
+// leads it.
+func TestClusterSessionLossStopsLeading(t *testing.T) {
+	t.Parallel() // its own etcd and brokers; mostly waits
+	c := StartCluster(t, 3)
+	all := c.IDs()
+	createClusterTopic(t, c, "zombie", 6, 3)
+	before := waitCluster(t, c, all, 15*time.Second, allLed(map[string]int{"zombie": 6}))
+	ps, _ := topicPartitions(before, "zombie", 6)
+	victim := without(all, before.ControllerID)[0]
+	survivors := without(all, victim)
+	var led kmsg.MetadataResponseTopicPartition
+	for _, p := range ps {
+		if p.Leader == victim {
+			led = p
+			break
+		}
+	}
+	if led.Leader != victim {
+		t.Fatalf("broker %d leads no partition of zombie: %v", victim, ps)
+	}
+
+	c.CutEtcd(victim)
+	waitCluster(t, c, survivors, c.SessionTimeout+failoverMargin, func(md *kmsg.MetadataResponse) error {
+		return statesAre(md, "zombie", 6, func(p int32) partitionState { return afterLoss(ps[p], victim) })
+	})
+
+	// Straight to the cut broker, through its Kafka bridge, which is open.
+	// Neither acks=1 nor acks=all may be acknowledged.
+	for _, acks := range []int16{1, -1} {
+		code, offset, err := produceDirect(c, victim, "zombie", led.Partition, acks)
+		if err == nil && code == 0 {
+			t.Errorf("broker %d, cut from etcd and replaced as leader of zombie[%d], acknowledged an acks=%d write at offset %d",
+				victim, led.Partition, acks, offset)
+		}
+	}
+	if md, err := c.MetadataFrom(victim); err == nil {
+		if mt, ok := metadataTopic(md, "zombie"); ok {
+			for _, p := range mt.Partitions {
+				if p.Partition == led.Partition && p.Leader == victim {
+					t.Errorf("broker %d, cut from etcd and replaced as leader of zombie[%d], still answers Metadata naming itself leader (epoch %d)",
+						victim, p.Partition, p.LeaderEpoch)
+				}
+			}
+		}
+	}
+}
+
+// produceDirect sends one record straight to broker id (no routing by
+// leader, no retries) with the given acks, and returns the partition's
+// error code and base offset, or the request's error.
+func produceDirect(c *Cluster, id int32, topic string, partition int32, acks int16) (int16, int64, error) {
+	// kgo rewrites a raw Produce request's acks to the client's setting.
+	ack := kgo.AllISRAcks()
+	if acks == 1 {
+		ack = kgo.LeaderAck()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Broker(id).Addr()), kgo.RequiredAcks(ack),
+		kgo.DisableIdempotentWrite(), kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = acks, 2000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = partition
+	rp.Records = buildRecordBatch(-1, -1, -1, time.Now().UnixMilli(), []rawRecord{{Value: []byte("direct")}})
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		return 0, 0, err
+	}
+	pr := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	return pr.ErrorCode, pr.BaseOffset, nil
 }
 
 // runSamsa runs the samsa binary as a client command against the cluster
