@@ -340,8 +340,23 @@ func (b *Broker) controlledShutdown() {
 	if b.session == nil || b.cache == nil || b.cancel == nil {
 		return // not started
 	}
+	select {
+	case <-b.session.Done():
+		// The session is gone (cut off from etcd, or expired): the
+		// controller has moved or is moving leadership already, and this
+		// broker must stop serving at once rather than wait on etcd.
+		return
+	default:
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlledShutdownTimeout)
 	defer cancel()
+	go func() {
+		select {
+		case <-b.session.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if err := b.session.MarkShuttingDown(ctx); err != nil {
 		b.logger.Warn("controlled shutdown: cannot mark the registration", "err", err)
 		return
