@@ -43,15 +43,24 @@ const (
 // procBinary is the samsa binary built once per package run.
 var procBinary struct {
 	once sync.Once
+	dir  string // removed by TestMain
 	path string
 	err  error
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if procBinary.dir != "" {
+		os.RemoveAll(procBinary.dir)
+	}
+	os.Exit(code)
+}
+
 // procSamsaBinary builds ./cmd/samsa (CGO_ENABLED=0, like the release binary)
-// once per test binary run and returns its path. The binary goes to a fixed
-// directory per module and user, written to a temporary name and renamed
-// into place, so that repeated and concurrent runs neither pile up 40 MB
-// binaries in the temp directory nor replace one that a child is running.
+// once per test binary run and returns its path. The binary goes to a
+// directory of this run's own, which TestMain removes at the end, so
+// concurrent runs (from other checkouts, say) never replace or delete the
+// binary another run's children are started from.
 func procSamsaBinary(t testing.TB) string {
 	t.Helper()
 	procBinary.once.Do(func() {
@@ -60,31 +69,20 @@ func procSamsaBinary(t testing.TB) string {
 			procBinary.err = err
 			return
 		}
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("samsa-e2e-bin-%d", os.Getuid()))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			procBinary.err = err
-			return
-		}
-		tmp, err := os.CreateTemp(dir, "samsa-*.tmp")
+		dir, err := os.MkdirTemp("", "samsa-e2e-bin-*")
 		if err != nil {
 			procBinary.err = err
 			return
 		}
-		tmp.Close()
+		procBinary.dir = dir
+		path := filepath.Join(dir, "samsa")
 		ctx, cancel := context.WithTimeout(context.Background(), procBuildTimeout)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp.Name(), "./cmd/samsa")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", path, "./cmd/samsa")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp.Name())
 			procBinary.err = fmt.Errorf("go build ./cmd/samsa: %v\n%s", err, out)
-			return
-		}
-		path := filepath.Join(dir, "samsa")
-		if err := os.Rename(tmp.Name(), path); err != nil {
-			os.Remove(tmp.Name())
-			procBinary.err = err
 			return
 		}
 		procBinary.path = path
