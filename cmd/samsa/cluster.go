@@ -32,10 +32,10 @@ func newClusterCmd() *cobra.Command {
 	o := &clusterOptions{}
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Describe the cluster: brokers, controller, where partitions lead",
+		Short: "Describe the cluster and run leader elections",
 	}
 	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", defaultTimeout,
 		"give up if the cluster has not answered within this time")
-	cmd.AddCommand(newClusterDescribeCmd(o))
+	cmd.AddCommand(newClusterDescribeCmd(o), newClusterElectCmd(o))
 	return cmd
 }
