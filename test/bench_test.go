@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -146,4 +147,30 @@ func benchConsume(ctx context.Context, b *testing.B, addr, topic string, size in
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkReplicatedProduce compares acks=all production to a topic with
+// replication factor 1 and 3, side by side, on three in-process brokers
+// (all sharing this machine's cores and disk with the client).
+func BenchmarkReplicatedProduce(b *testing.B) {
+	c := startInProcessCluster(b, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	addr := c.bootstrap()[0]
+	for _, rf := range []int{1, 3} {
+		topic := fmt.Sprintf("bench-rf%d", rf)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, int16(rf), nil, topic); err != nil {
+			b.Fatal(err)
+		}
+		cl.Close()
+		for _, size := range []int{100, 1024} {
+			b.Run(fmt.Sprintf("rf=%d/%dB", rf, size), func(b *testing.B) {
+				benchProduce(ctx, b, addr, topic, size)
+			})
+		}
+	}
 }

@@ -23,7 +23,7 @@ type inProcessCluster struct {
 	brokers   map[int32]*Broker
 }
 
-func startInProcessCluster(t *testing.T, n int32, opts ...func(*broker.Config)) *inProcessCluster {
+func startInProcessCluster(t testing.TB, n int32, opts ...func(*broker.Config)) *inProcessCluster {
 	t.Helper()
 	e, err := coord.StartEmbedded(context.Background(), coord.EmbeddedConfig{
 		Dir: t.TempDir(), Name: "etcd", ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0", Logger: testLogger(),
