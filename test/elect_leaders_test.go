@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-io/samsa/internal/broker"
 )
@@ -54,15 +53,7 @@ func TestElectPreferredLeaders(t *testing.T) {
 	c := startInProcessCluster(t, 3, func(cfg *broker.Config) { cfg.AutoLeaderRebalance = false })
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 6, 3, nil, "pref"); err != nil {
-		t.Fatal(err)
-	}
+	adm := c.adminWithTopic(ctx, t, "pref", 6, 3)
 	restartBroker1AndWaitNonPreferred(t, ctx, c, adm, "pref")
 	if n, err := nonPreferred(ctx, adm, "pref"); err != nil || n != 2 {
 		t.Fatalf("%d partitions led by a non-preferred replica after the restart (%v), want broker 1's 2", n, err)
@@ -106,15 +97,7 @@ func TestAutoLeaderRebalance(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 6, 3, nil, "auto"); err != nil {
-		t.Fatal(err)
-	}
+	adm := c.adminWithTopic(ctx, t, "auto", 6, 3)
 	restartBroker1AndWaitNonPreferred(t, ctx, c, adm, "auto")
 	WaitFor(t, 30*time.Second, func() error {
 		if n, err := nonPreferred(ctx, adm, "auto"); err != nil || n != 0 {

@@ -52,6 +52,23 @@ func (c *inProcessCluster) bootstrap() []string {
 	return out
 }
 
+// adminWithTopic returns an admin client of the cluster (closed when the
+// test ends) after creating topic with the given partitions and
+// replication factor.
+func (c *inProcessCluster) adminWithTopic(ctx context.Context, t testing.TB, topic string, partitions int32, rf int16) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, partitions, rf, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	return adm
+}
+
 // segmentBytes concatenates a partition replica's segment files.
 func segmentBytes(t *testing.T, b *Broker, topic string, partition int32) []byte {
 	t.Helper()

@@ -139,15 +139,7 @@ func TestControlledShutdownMovesLeadershipFirst(t *testing.T) {
 	c := startInProcessCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 6, 3, nil, "handover"); err != nil {
-		t.Fatal(err)
-	}
+	c.adminWithTopic(ctx, t, "handover", 6, 3)
 	admin, err := coord.Connect(ctx, c.endpoints, "default")
 	if err != nil {
 		t.Fatal(err)
