@@ -363,13 +363,15 @@ func (l *Log) rollLocked(reason string) error {
 // validateBatches checks the header and CRC of every batch in b, which
 // must hold whole batches only. leader adds the checks Kafka applies to
 // producer batches: record count matching the offset delta.
+// validateBatches checks the batches' headers, and their CRCs unless leader
+// (see Append).
 func validateBatches(b []byte, leader bool) (n int, err error) {
 	if len(b) == 0 {
 		return 0, fmt.Errorf("%w: no batches", ErrCorruptBatch)
 	}
 	for pos := 0; pos < len(b); n++ {
 		h, err := ParseBatchHeader(b[pos:])
-		if err == nil {
+		if err == nil && !leader {
 			err = VerifyCRC(b[pos:], &h)
 		}
 		if err == nil && leader && (h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1) {
@@ -384,8 +386,11 @@ func validateBatches(b []byte, leader bool) (n int, err error) {
 }
 
 // Append appends batches (one or more whole v2 batches) as the leader of
-// leaderEpoch. It validates every header and CRC, checks idempotent
-// producer sequences batch by batch, assigns offsets from the LEO and
+// leaderEpoch. It validates every header (lengths, magic, offsets, record
+// count) but not the CRC: the caller has just verified it on these very
+// bytes (records.Validate on the produce path), and computing it twice per
+// batch would double the hot path's checksum work (DESIGN §7). It checks
+// idempotent producer sequences batch by batch, assigns offsets from the LEO and
 // stamps the leader epoch by patching the batches in place (the caller's
 // buffer is modified), then writes all of them with one write. On any
 // error nothing is appended; ErrDuplicateSequence comes with the original

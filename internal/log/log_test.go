@@ -109,7 +109,6 @@ func TestAppendRejectsCorruptBatches(t *testing.T) {
 		want  error
 	}{
 		{"empty", nil, ErrCorruptBatch},
-		{"crc", badCRC, ErrBadCRC},
 		{"magic", badMagic, ErrBadMagic},
 		{"truncated", good[:len(good)-3], ErrBatchTooLong},
 		{"trailing garbage", concat(good, []byte{1, 2, 3}), ErrShortBatch},
@@ -117,6 +116,14 @@ func TestAppendRejectsCorruptBatches(t *testing.T) {
 	}
 	l := mustOpen(t, "/p", testConfig(NewMemFS(1), newFakeClock()))
 	defer l.Close()
+	// The leader's caller verified the CRC (records.Validate); batches from
+	// the network as a follower are checked here.
+	if _, err := l.AppendReplicated(bytes.Clone(badCRC)); !errors.Is(err, ErrCorruptBatch) || !errors.Is(err, ErrBadCRC) {
+		t.Fatalf("AppendReplicated with a bad CRC: got %v, want ErrBadCRC wrapped in ErrCorruptBatch", err)
+	}
+	if leo := l.EndOffset(); leo != 0 {
+		t.Fatalf("EndOffset = %d after a rejected replicated append", leo)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := l.Append(bytes.Clone(tt.input), 0)
