@@ -1,0 +1,199 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// replicaLogBytes concatenates a broker process's segment files of one
+// partition.
+func replicaLogBytes(t *testing.T, dataDir, topic string, partition int32) []byte {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dataDir, "logs", fmt.Sprintf("%s-%d", topic, partition), "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	var out []byte
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// The leader of a partition is killed (kill -9) while an idempotent
+// producer writes with acks=all to three partitions of replication factor 3
+// (min.insync.replicas 2). Every acknowledged record is later read exactly
+// once, at the offset it was acknowledged with, and after the killed broker
+// returns and catches up all three replicas hold byte-identical logs.
+func TestLeaderKilledUnderAcksAll(t *testing.T) {
+	c := StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	const topic = "acked"
+	minISR := "2"
+	if _, err := c.Admin().CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, topic); err != nil {
+		t.Fatal(err)
+	}
+	partitionState := func() (map[int32]int32, map[int32]int) {
+		md, err := c.Metadata()
+		if err != nil {
+			return nil, nil
+		}
+		leaders, isr := map[int32]int32{}, map[int32]int{}
+		if tp, ok := metadataTopic(md, topic); ok {
+			for _, p := range tp.Partitions {
+				leaders[p.Partition], isr[p.Partition] = p.Leader, len(p.ISR)
+			}
+		}
+		return leaders, isr
+	}
+	fullISR := func() error {
+		leaders, isr := partitionState()
+		for p := int32(0); p < 3; p++ {
+			if isr[p] != 3 || leaders[p] < 0 {
+				return fmt.Errorf("partition %d: leader %d, %d in sync", p, leaders[p], isr[p])
+			}
+		}
+		return nil
+	}
+	WaitFor(t, 30*time.Second, fullISR)
+
+	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	type ack struct {
+		offset int64
+		value  string
+	}
+	var (
+		mu    sync.Mutex
+		acked = map[int32][]ack{}
+		total int
+	)
+	ackedCount := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return total
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := int32((g + i) % 3)
+				r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("g%d-%07d", g, i))}
+				cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+					if err != nil {
+						return // not acknowledged: may or may not be in the log
+					}
+					mu.Lock()
+					acked[r.Partition] = append(acked[r.Partition], ack{r.Offset, string(r.Value)})
+					total++
+					mu.Unlock()
+				})
+				if i%64 == 63 {
+					// Keep the amount in flight bounded.
+					if err := cl.Flush(ctx); err != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	WaitFor(t, 30*time.Second, func() error {
+		if n := ackedCount(); n < 2000 {
+			return fmt.Errorf("%d acknowledged", n)
+		}
+		return nil
+	})
+	leaders, _ := partitionState()
+	victim := leaders[0]
+	c.Kill9(victim)
+	atKill := ackedCount()
+	// Production goes on through the failover.
+	WaitFor(t, 60*time.Second, func() error {
+		if n := ackedCount(); n < atKill+2000 {
+			return fmt.Errorf("%d acknowledged after the kill", n-atKill)
+		}
+		return nil
+	})
+	close(stop)
+	wg.Wait()
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	c.Restart(victim)
+	WaitFor(t, 60*time.Second, fullISR)
+
+	consumer := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	mu.Lock()
+	defer mu.Unlock()
+	logs := map[int32]map[int64]string{}
+	seen := map[string]int{}
+	want := 0
+	for p := int32(0); p < 3; p++ {
+		logs[p] = map[int64]string{}
+		want += len(acked[p])
+	}
+	// Read everything up to the end offsets, acknowledged or not.
+	ends, err := c.Admin().ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end int64
+	ends.Each(func(o kadm.ListedOffset) { end += o.Offset })
+	for n := int64(0); n < end; {
+		fs := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records", n, end)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			logs[r.Partition][r.Offset] = string(r.Value)
+			seen[string(r.Value)]++
+			n++
+		})
+	}
+	for p := int32(0); p < 3; p++ {
+		for _, a := range acked[p] {
+			if got := logs[p][a.offset]; got != a.value {
+				t.Fatalf("partition %d offset %d: acknowledged %q, log has %q", p, a.offset, a.value, got)
+			}
+			if seen[a.value] != 1 {
+				t.Fatalf("acknowledged %q is in the log %d times", a.value, seen[a.value])
+			}
+		}
+	}
+	// Every replica holds the same bytes once caught up.
+	WaitFor(t, 30*time.Second, func() error {
+		for p := int32(0); p < 3; p++ {
+			ref := replicaLogBytes(t, c.Broker(1).Proc.DataDir, topic, p)
+			for _, id := range []int32{2, 3} {
+				if got := replicaLogBytes(t, c.Broker(id).Proc.DataDir, topic, p); !bytes.Equal(got, ref) {
+					return fmt.Errorf("partition %d: broker %d has %d bytes, broker 1 %d", p, id, len(got), len(ref))
+				}
+			}
+		}
+		return nil
+	})
+	t.Logf("%d records acknowledged, %d before the leader (broker %d) was killed; all read back once", want, atKill, victim)
+}
