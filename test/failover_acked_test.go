@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// replicaLogBytes concatenates a broker process's segment files of one
-// partition.
+// replicaLogBytes concatenates the segment files of one partition replica
+// in a broker's data directory.
 func replicaLogBytes(t *testing.T, dataDir, topic string, partition int32) []byte {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(dataDir, "logs", fmt.Sprintf("%s-%d", topic, partition), "*.log"))

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
@@ -69,26 +67,6 @@ func (c *inProcessCluster) adminWithTopic(ctx context.Context, t testing.TB, top
 	return adm
 }
 
-// segmentBytes concatenates a partition replica's segment files.
-func segmentBytes(t *testing.T, b *Broker, topic string, partition int32) []byte {
-	t.Helper()
-	dir := filepath.Join(b.Config.DataDir, "logs", fmt.Sprintf("%s-%d", topic, partition))
-	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(names)
-	var out []byte
-	for _, n := range names {
-		data, err := os.ReadFile(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, data...)
-	}
-	return out
-}
-
 // Three brokers, replication factor 3, min.insync.replicas 2: acks=all
 // writes are acknowledged, the followers join the ISR, and every replica's
 // log is byte-identical once caught up; after the leader stops, a follower
@@ -128,10 +106,10 @@ func TestReplicationThreeBrokers(t *testing.T) {
 		return nil
 	})
 	leader, _, epoch := isrOf()
-	want := segmentBytes(t, c.brokers[leader], "r", 0)
+	want := replicaLogBytes(t, c.brokers[leader].Config.DataDir, "r", 0)
 	WaitFor(t, 30*time.Second, func() error {
 		for id, b := range c.brokers {
-			if got := segmentBytes(t, b, "r", 0); !bytes.Equal(got, want) {
+			if got := replicaLogBytes(t, b.Config.DataDir, "r", 0); !bytes.Equal(got, want) {
 				return fmt.Errorf("broker %d log: %d bytes, leader %d has %d", id, len(got), leader, len(want))
 			}
 		}

@@ -29,10 +29,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *protocol.Request) 
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
 	defer cancel()
 
-	seen := map[string]int{}
-	for _, t := range r.Topics {
-		seen[t.Topic]++
-	}
+	seen := countNames(r.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic

@@ -24,10 +24,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *protocol.Reque
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
 	defer cancel()
 
-	seen := map[string]int{}
-	for _, t := range r.Topics {
-		seen[t.Topic]++
-	}
+	seen := countNames(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic

@@ -97,3 +97,13 @@ func (b *Broker) waitApplied(ctx context.Context) error {
 	}
 	return b.partitions.waitReconciled(ctx, rev)
 }
+
+// countNames counts how often each topic name appears in a request's list;
+// Kafka answers a name listed more than once with INVALID_REQUEST.
+func countNames[T any](items []T, name func(T) string) map[string]int {
+	n := make(map[string]int, len(items))
+	for _, it := range items {
+		n[name(it)]++
+	}
+	return n
+}
