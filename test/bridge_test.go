@@ -7,6 +7,7 @@ package test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -64,10 +65,17 @@ type Bridge struct {
 	// target is where new connections are forwarded; SetTarget changes it
 	// (a restarted server may have had to move to another port).
 	target string
-	state  bridgeState
-	// resume is closed when the bridge leaves the blackholed state; set
-	// whenever state is bridgeBlackholed.
-	resume chan struct{}
+	// state applies to every connection; peers, to those of one Kafka
+	// client id, while state is open.
+	state bridgeState
+	peers map[string]bridgeState
+	// changed is closed, and replaced, whenever state or peers change, to
+	// wake connections waiting out a blackhole.
+	changed chan struct{}
+	// classify makes the bridge read the client id from the first Kafka
+	// request header of each connection before forwarding it, so that
+	// per-peer rules apply.
+	classify bool
 	// conns are the live connections.
 	conns  map[*bridgeConn]struct{}
 	closed bool
@@ -83,6 +91,9 @@ type bridgeConn struct {
 	client net.Conn
 	// server is set once dialled; guarded by Bridge.mu.
 	server net.Conn
+	// peer is the client id of the connection's first Kafka request (for a
+	// classifying bridge); guarded by Bridge.mu.
+	peer string
 	// done is closed by close, which closes both sides.
 	done      chan struct{}
 	closeOnce sync.Once
@@ -113,10 +124,23 @@ func NewBridge(t testing.TB, target string) *Bridge {
 	if err != nil {
 		t.Fatalf("bridge listen: %v", err)
 	}
-	b := &Bridge{ln: ln, target: target, conns: map[*bridgeConn]struct{}{}}
+	b := &Bridge{ln: ln, target: target, conns: map[*bridgeConn]struct{}{},
+		peers: map[string]bridgeState{}, changed: make(chan struct{})}
 	b.wg.Add(1)
 	go b.acceptLoop()
 	t.Cleanup(b.Close)
+	return b
+}
+
+// NewKafkaBridge starts a bridge to a Kafka listener that tells its
+// clients apart by the client id of their first request, so CutPeer,
+// BlackholePeer and HealPeer can fault one client (a follower's fetcher)
+// and leave the others alone.
+func NewKafkaBridge(t testing.TB, target string) *Bridge {
+	b := NewBridge(t, target)
+	b.mu.Lock()
+	b.classify = true
+	b.mu.Unlock()
 	return b
 }
 
@@ -148,11 +172,63 @@ func (b *Bridge) Conns() int {
 func (b *Bridge) Cut() {
 	b.mu.Lock()
 	b.setStateLocked(bridgeCut)
-	victims := b.takeConnsLocked()
+	victims := b.takeConnsLocked("")
 	b.mu.Unlock()
 	for c, server := range victims {
 		c.close(server, true)
 	}
+}
+
+// CutPeer is Cut for the connections of one client id only, until
+// HealPeer. The bridge must classify (NewKafkaBridge).
+func (b *Bridge) CutPeer(clientID string) {
+	b.mu.Lock()
+	b.setPeerLocked(clientID, bridgeCut)
+	victims := b.takeConnsLocked(clientID)
+	b.mu.Unlock()
+	for c, server := range victims {
+		c.close(server, true)
+	}
+}
+
+// BlackholePeer is Blackhole for the connections of one client id only.
+func (b *Bridge) BlackholePeer(clientID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.setPeerLocked(clientID, bridgeBlackholed)
+}
+
+// HealPeer ends CutPeer or BlackholePeer for one client id.
+func (b *Bridge) HealPeer(clientID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.setPeerLocked(clientID, bridgeOpen)
+}
+
+func (b *Bridge) setPeerLocked(clientID string, s bridgeState) {
+	if !b.classify {
+		panic("bridge: per-peer faults need a classifying bridge (NewKafkaBridge)")
+	}
+	if s == bridgeOpen {
+		delete(b.peers, clientID)
+	} else {
+		b.peers[clientID] = s
+	}
+	b.signalLocked()
+}
+
+// signalLocked wakes every connection waiting for a state change.
+func (b *Bridge) signalLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// stateForLocked is what the bridge does with c's traffic.
+func (b *Bridge) stateForLocked(c *bridgeConn) bridgeState {
+	if b.state != bridgeOpen {
+		return b.state
+	}
+	return b.peers[c.peer]
 }
 
 // Blackhole stops forwarding: existing connections stop moving bytes
@@ -176,21 +252,19 @@ func (b *Bridge) setStateLocked(s bridgeState) {
 	if b.state == s {
 		return
 	}
-	if b.state == bridgeBlackholed {
-		close(b.resume)
-		b.resume = nil
-	}
-	if s == bridgeBlackholed {
-		b.resume = make(chan struct{})
-	}
 	b.state = s
+	b.signalLocked()
 }
 
-// takeConnsLocked empties the connection set and returns it with each
-// connection's target side.
-func (b *Bridge) takeConnsLocked() map[*bridgeConn]net.Conn {
+// takeConnsLocked removes from the connection set those of client id peer
+// (all of them if peer is empty) and returns them with each connection's
+// target side.
+func (b *Bridge) takeConnsLocked(peer string) map[*bridgeConn]net.Conn {
 	out := make(map[*bridgeConn]net.Conn, len(b.conns))
 	for c := range b.conns {
+		if peer != "" && c.peer != peer {
+			continue
+		}
 		out[c] = c.server
 		delete(b.conns, c)
 	}
@@ -208,12 +282,8 @@ func (b *Bridge) Close() {
 	}
 	b.closed = true
 	b.ln.Close()
-	if b.state == bridgeBlackholed {
-		close(b.resume)
-		b.resume = nil
-	}
-	b.state = bridgeCut
-	victims := b.takeConnsLocked()
+	b.setStateLocked(bridgeCut)
+	victims := b.takeConnsLocked("")
 	b.mu.Unlock()
 	for c, server := range victims {
 		c.close(server, true)
@@ -248,7 +318,7 @@ func (b *Bridge) acceptLoop() {
 func (b *Bridge) waitOpen(c *bridgeConn) bool {
 	for {
 		b.mu.Lock()
-		state, resume := b.state, b.resume
+		state, changed := b.stateForLocked(c), b.changed
 		b.mu.Unlock()
 		switch state {
 		case bridgeOpen:
@@ -262,7 +332,7 @@ func (b *Bridge) waitOpen(c *bridgeConn) bool {
 			return false
 		}
 		select {
-		case <-resume:
+		case <-changed:
 		case <-c.done:
 			return false
 		}
@@ -282,6 +352,17 @@ func (b *Bridge) end(c *bridgeConn, reset bool) {
 // client on a second goroutine and client to target on this one.
 func (b *Bridge) serve(c *bridgeConn) {
 	defer b.wg.Done()
+	var prefix []byte
+	b.mu.Lock()
+	classify := b.classify
+	b.mu.Unlock()
+	if classify {
+		var peer string
+		prefix, peer = readKafkaClientID(c.client)
+		b.mu.Lock()
+		c.peer = peer
+		b.mu.Unlock()
+	}
 	if !b.waitOpen(c) {
 		b.end(c, true)
 		return
@@ -305,6 +386,12 @@ func (b *Bridge) serve(c *bridgeConn) {
 		server.Close()
 		return
 	}
+	if len(prefix) > 0 {
+		if _, err := server.Write(prefix); err != nil {
+			b.end(c, false)
+			return
+		}
+	}
 	go func() {
 		defer b.wg.Done()
 		b.pump(c, c.client, server)
@@ -312,6 +399,29 @@ func (b *Bridge) serve(c *bridgeConn) {
 	}()
 	b.pump(c, server, c.client)
 	b.end(c, false)
+}
+
+// readKafkaClientID reads the start of a Kafka connection up to the end
+// of the first request header's client id, and returns the bytes read
+// (to be forwarded) and the client id ("" if the bytes are not a request
+// header with one).
+func readKafkaClientID(r io.Reader) ([]byte, string) {
+	// size int32, api key int16, version int16, correlation id int32,
+	// client id length int16.
+	hdr := make([]byte, 14)
+	if n, err := io.ReadFull(r, hdr); err != nil {
+		return hdr[:n], ""
+	}
+	size := int32(binary.BigEndian.Uint32(hdr))
+	n := int(int16(binary.BigEndian.Uint16(hdr[12:])))
+	if n <= 0 || n > 256 || int(size) < 10+n {
+		return hdr, ""
+	}
+	id := make([]byte, n)
+	if m, err := io.ReadFull(r, id); err != nil {
+		return append(hdr, id[:m]...), ""
+	}
+	return append(hdr, id...), string(id)
 }
 
 // pump copies src to dst while the bridge is open; it holds what it read
@@ -532,4 +642,73 @@ func TestBridgeTargetDown(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// kafkaHello is the start of a Kafka request from clientID: a header
+// (ApiVersions v0) whose client id a classifying bridge reads. The echo
+// server behind the bridge sends it back.
+func kafkaHello(clientID string) []byte {
+	body := binary.BigEndian.AppendUint16(nil, 18) // api key
+	body = binary.BigEndian.AppendUint16(body, 0)  // version
+	body = binary.BigEndian.AppendUint32(body, 1)  // correlation id
+	body = binary.BigEndian.AppendUint16(body, uint16(len(clientID)))
+	body = append(body, clientID...)
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
+
+// TestBridgePeerFaults checks that a classifying bridge faults only the
+// connections of the chosen client id, existing and new, and heals them.
+func TestBridgePeerFaults(t *testing.T) {
+	b := NewKafkaBridge(t, echoServer(t))
+	hello := func(c net.Conn, id string) error { return echoOnce(c, string(kafkaHello(id)), 2*time.Second) }
+
+	victim, bystander := dialBridge(t, b), dialBridge(t, b)
+	if err := hello(victim, "samsa-replica-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hello(bystander, "samsa-replica-3"); err != nil {
+		t.Fatal(err)
+	}
+
+	b.CutPeer("samsa-replica-2")
+	victim.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := victim.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("read on a cut peer's connection: %v; want reset or EOF", err)
+	}
+	if err := echoOnce(bystander, "still", 2*time.Second); err != nil {
+		t.Fatalf("other peer after CutPeer: %v", err)
+	}
+	// A new connection of the cut peer is refused once it has said who it is.
+	again := dialBridge(t, b)
+	again.Write(kafkaHello("samsa-replica-2"))
+	again.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := again.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("new connection of a cut peer: %v; want reset or EOF", err)
+	}
+	if err := hello(dialBridge(t, b), "samsa-cluster-harness"); err != nil {
+		t.Fatalf("new connection of another client after CutPeer: %v", err)
+	}
+
+	// Blackhole: the peer's new connection hangs, then moves on at heal
+	// with nothing lost.
+	b.BlackholePeer("samsa-replica-2")
+	held := dialBridge(t, b)
+	msg := kafkaHello("samsa-replica-2")
+	held.Write(msg)
+	held.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, err := held.Read(make([]byte, 8)); !isTimeout(err) {
+		t.Fatalf("blackholed peer read %d bytes, err %v; want a timeout", n, err)
+	}
+	if err := echoOnce(bystander, "unaffected", 2*time.Second); err != nil {
+		t.Fatalf("other peer during BlackholePeer: %v", err)
+	}
+	b.HealPeer("samsa-replica-2")
+	held.SetReadDeadline(time.Now().Add(2 * time.Second))
+	got := make([]byte, len(msg))
+	if _, err := io.ReadFull(held, got); err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("after HealPeer: read %q, %v; want the held bytes", got, err)
+	}
+	if err := hello(dialBridge(t, b), "samsa-replica-2"); err != nil {
+		t.Fatalf("healed peer: %v", err)
+	}
 }

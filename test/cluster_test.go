@@ -14,14 +14,13 @@ package test
 // through its own etcd bridge, so CutEtcd(i) partitions it from the metadata
 // store alone.
 //
-// Cuts between two chosen brokers need one more piece, since every peer
-// dials the same advertised address: the bridge must tell its clients
-// apart. Two ways, for when replication lands: classify a connection by the
-// client id of its first Kafka request header (a follower's fetcher sends a
-// recognisable one), or bind each broker's outgoing connections to its own
-// loopback source address (127.0.0.<id>) and key the bridge's rules on the
-// peer address. Either gives a per-pair Cut(from, to) over the same
-// Bridge; clients and etcd keep their own paths.
+// Cuts between two chosen brokers: every peer dials the same advertised
+// address, so the Kafka bridges tell their clients apart by the client id
+// of each connection's first request. A follower's fetchers identify as
+// "samsa-replica-<id>", so CutBetween(a, b) resets and refuses broker a's
+// fetch connections to b and b's to a, and nothing else: clients and etcd
+// keep their paths. (Brokers talk to each other only by fetching; the
+// controller's orders travel through etcd.)
 
 import (
 	"context"
@@ -150,7 +149,7 @@ func StartCluster(t testing.TB, n int, opts ...ClusterOption) *Cluster {
 	for i := 1; i <= n; i++ {
 		c.brokers = append(c.brokers, &ClusterBroker{
 			ID:         int32(i),
-			Kafka:      NewBridge(t, ""), // target set once the process listens
+			Kafka:      NewKafkaBridge(t, ""), // target set once the process listens
 			EtcdBridge: NewBridge(t, etcdAddr),
 		})
 	}
@@ -406,6 +405,31 @@ func (c *Cluster) BlackholeKafka(id int32) { c.Broker(id).Kafka.Blackhole() }
 
 // HealKafka reconnects broker id to clients and brokers.
 func (c *Cluster) HealKafka(id int32) { c.Broker(id).Kafka.Heal() }
+
+// replicaClientID is the client id of broker id's fetchers
+// (internal/broker/replication.go).
+func replicaClientID(id int32) string { return "samsa-replica-" + strconv.Itoa(int(id)) }
+
+// CutBetween partitions brokers a and b from each other: each one's
+// fetches from the other are reset and refused until HealBetween. Both
+// keep their clients and etcd.
+func (c *Cluster) CutBetween(a, b int32) {
+	c.Broker(b).Kafka.CutPeer(replicaClientID(a))
+	c.Broker(a).Kafka.CutPeer(replicaClientID(b))
+}
+
+// BlackholeBetween is CutBetween with packets dropped instead of refused:
+// fetches between a and b hang until HealBetween.
+func (c *Cluster) BlackholeBetween(a, b int32) {
+	c.Broker(b).Kafka.BlackholePeer(replicaClientID(a))
+	c.Broker(a).Kafka.BlackholePeer(replicaClientID(b))
+}
+
+// HealBetween ends CutBetween or BlackholeBetween.
+func (c *Cluster) HealBetween(a, b int32) {
+	c.Broker(b).Kafka.HealPeer(replicaClientID(a))
+	c.Broker(a).Kafka.HealPeer(replicaClientID(b))
+}
 
 // exitStatus describes a wait status for logs.
 func exitStatus(err error) string {
