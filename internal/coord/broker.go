@@ -33,7 +33,7 @@ type VersionedBroker struct {
 // Client.Close stops it), is the only writer of the state behind Done/Err.
 type Session struct {
 	client         *Client
-	broker         meta.Broker
+	id             int32 // broker id; never changes
 	lease          clientv3.LeaseID
 	ttl            time.Duration // granted by etcd; may exceed the request
 	createRevision int64
@@ -41,10 +41,15 @@ type Session struct {
 	stop context.CancelFunc // stops the keepalive
 	done chan struct{}      // closed when the keepalive goroutine exits
 
-	// mu guards closing and err.
+	// updateMu serializes UpdateRegistration calls, so each one starts
+	// from the registration the previous one stored.
+	updateMu sync.Mutex
+
+	// mu guards broker, closing and err.
 	mu      sync.Mutex
-	closing bool  // Close was called
-	err     error // nil while live; ErrSessionLost or ErrClosed after
+	broker  meta.Broker // the registration as last stored
+	closing bool        // Close was called
+	err     error       // nil while live; ErrSessionLost or ErrClosed after
 }
 
 // RegisterOption adjusts RegisterBroker.
@@ -142,6 +147,7 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 
 	s := &Session{
 		client:         c,
+		id:             b.ID,
 		broker:         b,
 		lease:          g.ID,
 		ttl:            time.Duration(g.TTL) * time.Second,
@@ -206,7 +212,7 @@ func (s *Session) finish(why string) {
 		return
 	}
 	s.err = ErrSessionLost
-	s.client.log.Warn("coord: broker session lost", "broker", s.broker.ID, "lease", int64(s.lease), "reason", why)
+	s.client.log.Warn("coord: broker session lost", "broker", s.id, "lease", int64(s.lease), "reason", why)
 }
 
 // Done is closed when the session ends: lease lost, Close, or Client.Close.
@@ -220,8 +226,13 @@ func (s *Session) Err() error {
 	return s.err
 }
 
-// Broker returns the registered broker.
-func (s *Session) Broker() meta.Broker { return s.broker }
+// Broker returns the registration as last stored (RegisterBroker, then
+// UpdateRegistration).
+func (s *Session) Broker() meta.Broker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broker
+}
 
 // TTL returns the lease TTL granted by etcd.
 func (s *Session) TTL() time.Duration { return s.ttl }
@@ -235,34 +246,57 @@ func (s *Session) CreateRevision() int64 { return s.createRevision }
 
 // Condition holds while this registration is still the live one; a leader
 // can fence its own ISR writes with it.
-func (s *Session) Condition() Condition { return BrokerRegistered(s.broker.ID, s.createRevision) }
+func (s *Session) Condition() Condition { return BrokerRegistered(s.id, s.createRevision) }
 
-// MarkShuttingDown rewrites the registration with ShuttingDown set, on the
-// same lease and only while it is still this session's (controlled
-// shutdown).
-func (s *Session) MarkShuttingDown(ctx context.Context) error {
+// UpdateRegistration rewrites the registration with update applied to a
+// copy of it (the broker id cannot change), on the same lease and only
+// while the key is still this session's registration: a compare-and-swap
+// on its create revision, so a session that was lost or replaced by a
+// newer incarnation writes nothing (ErrSessionLost). Calls are serialized,
+// each starting from the registration the previous one stored.
+func (s *Session) UpdateRegistration(ctx context.Context, update func(b *meta.Broker)) error {
+	s.updateMu.Lock()
+	defer s.updateMu.Unlock()
 	c := s.client
-	b := s.broker
-	b.ShuttingDown = true
+	b := s.Broker()
+	update(&b)
+	if b.ID != s.id {
+		return fmt.Errorf("%w: registration update changes broker id %d to %d", ErrInvalid, s.id, b.ID)
+	}
 	val, err := meta.Encode(b)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	key := c.keys.abs(relBroker(b.ID))
+	key := c.keys.abs(relBroker(s.id))
 	resp, err := c.etcd.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", s.createRevision)).
 		Then(clientv3.OpPut(key, string(val), clientv3.WithLease(s.lease))).
 		Commit()
 	if err != nil {
-		return c.wrapErr("mark broker shutting down", err)
+		return c.wrapErr(fmt.Sprintf("update registration of broker %d", s.id), err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("coord: mark broker %d shutting down: %w", b.ID, ErrSessionLost)
+		return fmt.Errorf("coord: update registration of broker %d: %w", s.id, ErrSessionLost)
 	}
 	c.noteRevision(resp.Header.Revision)
+	s.mu.Lock()
+	s.broker = b
+	s.mu.Unlock()
 	return nil
+}
+
+// MarkShuttingDown sets ShuttingDown in the registration (controlled
+// shutdown); see UpdateRegistration.
+func (s *Session) MarkShuttingDown(ctx context.Context) error {
+	return s.UpdateRegistration(ctx, func(b *meta.Broker) { b.ShuttingDown = true })
+}
+
+// SetRecovering sets or clears Recovering in the registration (a broker
+// restarted after an unclean shutdown); see UpdateRegistration.
+func (s *Session) SetRecovering(ctx context.Context, recovering bool) error {
+	return s.UpdateRegistration(ctx, func(b *meta.Broker) { b.Recovering = recovering })
 }
 
 // Close revokes the lease, which deletes the registration at once (clean
@@ -284,7 +318,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.stop()
 	<-s.done
 	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		return s.client.wrapErr(fmt.Sprintf("revoke session of broker %d", s.broker.ID), err)
+		return s.client.wrapErr(fmt.Sprintf("revoke session of broker %d", s.id), err)
 	}
 	return nil
 }

@@ -245,3 +245,71 @@ func TestRegisterBrokerReplacingLease(t *testing.T) {
 		t.Fatalf("registrations %+v, %v; want only the new incarnation", vbs, err)
 	}
 }
+
+// A session rewrites its own registration in place (same key, lease and
+// create revision), each update starting from the last one; once a newer
+// incarnation replaced the registration, the old session writes nothing.
+func TestUpdateRegistration(t *testing.T) {
+	eps := sharedEtcd(t)
+	cluster := clusterName(t)
+	old := connect(t, eps, cluster)
+	b := testBroker(9)
+	b.Recovering = true
+	s := register(t, old, b, 30*time.Second)
+	stored := func(c *Client) VersionedBroker {
+		t.Helper()
+		vbs, err := c.VersionedBrokers(testCtx(t))
+		if err != nil || len(vbs) != 1 {
+			t.Fatalf("registrations %+v, %v; want one", vbs, err)
+		}
+		return vbs[0]
+	}
+	if vb := stored(old); !vb.Recovering || vb.ShuttingDown {
+		t.Fatalf("registered %+v, want recovering", vb)
+	}
+
+	if err := s.MarkShuttingDown(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetRecovering(testCtx(t), false); err != nil {
+		t.Fatal(err)
+	}
+	vb := stored(old)
+	if vb.Recovering || !vb.ShuttingDown || vb.CreateRevision != s.CreateRevision() || vb.ModRevision <= vb.CreateRevision {
+		t.Fatalf("after the updates: %+v (session create revision %d); want shutting down, not recovering, same key", vb, s.CreateRevision())
+	}
+	want := b
+	want.Recovering, want.ShuttingDown = false, true
+	if vb.Broker != want || s.Broker() != want {
+		t.Fatalf("stored %+v, session says %+v; want %+v", vb.Broker, s.Broker(), want)
+	}
+	err := s.UpdateRegistration(testCtx(t), func(b *meta.Broker) { b.ID++ })
+	mustIs(t, err, ErrInvalid)
+
+	// Still on the session's lease: gone with it.
+	lease := s.LeaseID()
+	old.Close() // as after kill -9: the lease lives on in etcd
+	<-s.Done()
+	c := connect(t, eps, cluster)
+	next := testBroker(9)
+	next.Recovering = true
+	s2, err := c.RegisterBroker(testCtx(t), next, 30*time.Second, ReplacingLease(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(testCtx(t))
+	// The dead incarnation's session cannot touch the new registration
+	// (its client is closed; a fresh one stands in for a delayed write).
+	stale := &Session{client: connect(t, eps, cluster), id: s.id, lease: s.lease, createRevision: s.createRevision, broker: s.Broker()}
+	err = stale.SetRecovering(testCtx(t), false)
+	mustIs(t, err, ErrSessionLost)
+	if vb := stored(c); !vb.Recovering || vb.CreateRevision != s2.CreateRevision() {
+		t.Fatalf("new registration %+v changed by the old session", vb)
+	}
+	if err := s2.Close(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if vbs, err := c.VersionedBrokers(testCtx(t)); err != nil || len(vbs) != 0 {
+		t.Fatalf("registrations %+v, %v after Close; want none (updates keep the lease)", vbs, err)
+	}
+}

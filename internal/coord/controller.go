@@ -28,7 +28,7 @@ type controllerValue struct {
 func (s *Session) Campaign(ctx context.Context) (int64, error) {
 	c := s.client
 	key := c.keys.abs(keyController)
-	val, err := json.Marshal(controllerValue{BrokerID: s.broker.ID})
+	val, err := json.Marshal(controllerValue{BrokerID: s.id})
 	if err != nil {
 		return 0, err
 	}

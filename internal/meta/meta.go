@@ -34,6 +34,14 @@ type Broker struct {
 	// ShuttingDown is set by a broker in controlled shutdown: the
 	// controller moves its leadership and ISR memberships away first.
 	ShuttingDown bool `json:"shutting_down,omitempty"`
+	// Recovering is set by a broker restarted after an unclean shutdown
+	// (its data directory had no clean-shutdown marker): the controller
+	// removes it from every ISR it shares with another replica and it
+	// leads nothing until the flag clears. The broker clears it once no
+	// partition lists it as leader or in an ISR with a member that could
+	// take over; it then rejoins ISRs only through the leaders' normal
+	// expansion, once caught up (docs/replication.md, invariant 10).
+	Recovering bool `json:"recovering,omitempty"`
 }
 
 // TopicID is a topic's 16-byte UUID (Kafka's topic id, KIP-516).
