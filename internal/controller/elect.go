@@ -33,13 +33,15 @@ var (
 	ErrUnknownPartition            = errors.New("controller: unknown topic or partition")
 )
 
-// PlanElection decides a requested election for one partition:
+// PlanElection decides a requested election for one partition. Live means
+// eligible as in Plan: registered, not in controlled shutdown, not
+// recovering from an unclean shutdown.
 //   - Preferred: the first replica of the assignment becomes leader if it is
-//     alive and in the ISR (else ErrPreferredLeaderNotAvailable; nothing to
+//     live and in the ISR (else ErrPreferredLeaderNotAvailable; nothing to
 //     do if it already leads: ErrElectionNotNeeded).
-//   - Unclean: only for a partition without a leader; a live ISR replica is
-//     preferred, else any live replica (ISR = that replica), else
-//     ErrEligibleLeadersNotAvailable.
+//   - Unclean: only for a partition without a live leader; a live ISR
+//     replica is preferred, else any live replica (ISR = that replica),
+//     else ErrEligibleLeadersNotAvailable.
 func PlanElection(s *coord.Snapshot, kind ElectionKind, topic string, partition int32) (Change, error) {
 	vt, ok := s.Topics[topic]
 	vp, okState := s.Partition(topic, partition)
@@ -47,7 +49,7 @@ func PlanElection(s *coord.Snapshot, kind ElectionKind, topic string, partition 
 		return Change{}, ErrUnknownPartition
 	}
 	replicas := vt.Topic.Partitions[partition]
-	alive := func(id int32) bool { b, ok := s.Brokers[id]; return ok && !b.ShuttingDown }
+	alive := eligible(s)
 	cur := vp.PartitionState
 	next := cur.Clone()
 	next.PartitionEpoch++

@@ -79,3 +79,22 @@ func TestImbalancedPartitions(t *testing.T) {
 		t.Fatalf("got %s, want %s (broker 1 at 10%% is within the threshold)", got, want)
 	}
 }
+
+// Requested elections never pick a broker recovering from an unclean
+// shutdown.
+func TestPlanElectionSkipsRecovering(t *testing.T) {
+	s := snapshotFlags([]int32{1, 2, 3}, meta.PartitionState{Leader: 2, LeaderEpoch: 3, ISR: []int32{2, 1}}, nil, []int32{1}, 1, 2, 3)
+	if _, err := PlanElection(s, Preferred, "t", 0); !errors.Is(err, ErrPreferredLeaderNotAvailable) {
+		t.Fatalf("preferred leader recovering: %v, want ErrPreferredLeaderNotAvailable", err)
+	}
+	s = snapshotFlags([]int32{1, 2, 3}, meta.PartitionState{Leader: -1, LeaderEpoch: 3, ISR: []int32{1}}, nil, []int32{1, 2}, 1, 2, 3)
+	c, err := PlanElection(s, Unclean, "t", 0)
+	if err != nil || c.State.Leader != 3 || fmt.Sprint(c.State.ISR) != "[3]" {
+		t.Fatalf("unclean with 1 and 2 recovering: %+v, %v; want 3 elected alone", c.State, err)
+	}
+	s = snapshotFlags([]int32{1, 2, 3}, meta.PartitionState{Leader: 1, LeaderEpoch: 3, ISR: []int32{1, 3}}, nil, []int32{1}, 1, 2, 3)
+	c, err = PlanElection(s, Unclean, "t", 0)
+	if err != nil || c.State.Leader != 3 || c.State.LeaderEpoch != 4 || fmt.Sprint(c.State.ISR) != "[3]" {
+		t.Fatalf("unclean with a recovering leader: %+v, %v; want 3 elected from the ISR", c.State, err)
+	}
+}

@@ -8,27 +8,39 @@
 //
 // Rules, per partition (Kafka's, as its KRaft controller applies them when
 // a broker is fenced or unfenced; a broker in controlled shutdown counts as
-// fenced):
-//   - A live leader keeps its role; dead brokers are removed from the ISR
-//     (the leader epoch stays, the partition epoch is bumped).
-//   - A dead (or absent) leader is replaced by the first replica in
-//     assignment order that is alive and in the ISR: leader epoch + 1, ISR
-//     = its live members.
-//   - With no live ISR member the partition goes offline: leader -1, leader
-//     epoch + 1, the ISR left as it was, so that whichever of its members
-//     returns first can be elected cleanly (each has every committed
-//     record).
+// fenced). A broker is eligible when it is registered, not in controlled
+// shutdown and not recovering from an unclean shutdown:
+//   - An eligible leader keeps its role; brokers that are not eligible are
+//     removed from the ISR (the leader epoch stays, the partition epoch is
+//     bumped).
+//   - Any other leader (dead, absent, recovering, or in controlled shutdown)
+//     is replaced by the first replica in assignment order that is eligible
+//     and in the ISR: leader epoch + 1, ISR = its eligible members.
+//   - With no eligible ISR member the partition goes offline: leader -1,
+//     leader epoch + 1, the ISR left as it was, so that whichever of its
+//     members returns first can be elected cleanly (each has every
+//     committed record).
 //   - A leader in controlled shutdown is replaced like a dead one when an
 //     ISR replica can take over; otherwise it keeps leading until it stops.
-//   - Only if the topic sets unclean.leader.election.enable does a live
-//     replica outside the ISR become leader of an offline partition (ISR =
-//     that replica alone), accepting the loss of committed records.
-//
-// Not yet here (issue #3 continues): preferred-leader elections and
-// automatic rebalancing, and
-// fencing a broker that restarted faster than its session expired (its
-// registration's create revision changes; ISR members should then be
-// tracked by incarnation as in KIP-903).
+//   - A recovering broker (meta.Broker.Recovering: restarted after an
+//     unclean shutdown, so its log may lack what it had acknowledged)
+//     counts as dead for the ISR and for elections, including a partition
+//     it leads: that one moves to an eligible ISR member or goes offline,
+//     so whenever the broker leads again it is in a new leader epoch. As
+//     with dead members, the ISR is kept when no eligible member remains;
+//     in particular a recovering last ISR member stays in it: without
+//     eligible leader replicas (Kafka's ELR, KIP-966) the last ISR member
+//     is the best copy there is. The broker clears its flag once no
+//     partition names it leader and no ISR it is in has another member
+//     that could hold more (internal/broker/recovery.go); it is then
+//     elected like any returning ISR member. The rule reads the flag from
+//     the snapshot rather than reacting to the broker's death, so a
+//     registration replaced in place by a fast restart is caught too, and
+//     a new controller after a failover sees the same flag in etcd.
+//   - Only if the topic sets unclean.leader.election.enable does an
+//     eligible replica outside the ISR become leader of an offline
+//     partition (ISR = that replica alone), accepting the loss of committed
+//     records.
 package controller
 
 import (
@@ -61,9 +73,12 @@ func Plan(s *coord.Snapshot, epoch int64, unclean func(meta.Topic) bool) []Chang
 	slices.Sort(names)
 	// A broker in controlled shutdown counts as gone: its leadership and
 	// ISR memberships move away while it still serves, so clients see only
-	// retriable errors.
-	alive := func(id int32) bool { b, ok := s.Brokers[id]; return ok && !b.ShuttingDown }
-	registered := func(id int32) bool { _, ok := s.Brokers[id]; return ok }
+	// retriable errors. A recovering one counts as gone too.
+	isEligible := eligible(s)
+	// keepsLeading: a leader that is not eligible but may go on leading
+	// while nobody can take over (one in controlled shutdown; a recovering
+	// broker does not lead).
+	keepsLeading := func(id int32) bool { b, ok := s.Brokers[id]; return ok && !b.Recovering }
 	for _, name := range names {
 		t := s.Topics[name].Topic
 		for p, replicas := range t.Partitions {
@@ -71,7 +86,7 @@ func Plan(s *coord.Snapshot, epoch int64, unclean func(meta.Topic) bool) []Chang
 			if !ok {
 				continue
 			}
-			if c, ok := planPartition(vp, replicas, alive, registered, func() bool { return unclean(t) }); ok {
+			if c, ok := planPartition(vp, replicas, isEligible, keepsLeading, func() bool { return unclean(t) }); ok {
 				c.State.ControllerEpoch = epoch
 				out = append(out, c)
 			}
@@ -80,31 +95,40 @@ func Plan(s *coord.Snapshot, epoch int64, unclean func(meta.Topic) bool) []Chang
 	return out
 }
 
-func planPartition(vp coord.VersionedPartition, replicas []int32, alive, registered func(int32) bool, unclean func() bool) (Change, bool) {
+// eligible reports whether a broker may be in an ISR and lead: registered,
+// not in controlled shutdown, not recovering from an unclean shutdown.
+func eligible(s *coord.Snapshot) func(id int32) bool {
+	return func(id int32) bool {
+		b, ok := s.Brokers[id]
+		return ok && !b.ShuttingDown && !b.Recovering
+	}
+}
+
+func planPartition(vp coord.VersionedPartition, replicas []int32, isEligible, keepsLeading func(int32) bool, unclean func() bool) (Change, bool) {
 	cur := vp.PartitionState
-	liveISR := slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return !alive(id) })
+	eligibleISR := slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return !isEligible(id) })
 	next := cur.Clone()
 	next.PartitionEpoch++
 	change := func(reason string) (Change, bool) {
 		return Change{State: next, ModRevision: vp.ModRevision, Reason: reason}, true
 	}
 
-	if cur.Leader != meta.NoLeader && alive(cur.Leader) {
-		if len(liveISR) == len(cur.ISR) {
+	if cur.Leader != meta.NoLeader && isEligible(cur.Leader) {
+		if len(eligibleISR) == len(cur.ISR) {
 			return Change{}, false
 		}
-		next.ISR = liveISR
-		return change("dead brokers removed from the ISR")
+		next.ISR = eligibleISR
+		return change("dead, shutting-down or recovering brokers removed from the ISR")
 	}
 	for _, r := range replicas {
-		if alive(r) && slices.Contains(cur.ISR, r) {
-			next.Leader, next.LeaderEpoch, next.ISR = r, cur.LeaderEpoch+1, liveISR
+		if isEligible(r) && slices.Contains(cur.ISR, r) {
+			next.Leader, next.LeaderEpoch, next.ISR = r, cur.LeaderEpoch+1, eligibleISR
 			return change("leader elected from the ISR")
 		}
 	}
 	if unclean() {
 		for _, r := range replicas {
-			if alive(r) {
+			if isEligible(r) {
 				next.Leader, next.LeaderEpoch, next.ISR = r, cur.LeaderEpoch+1, []int32{r}
 				return change("unclean leader election")
 			}
@@ -113,11 +137,11 @@ func planPartition(vp coord.VersionedPartition, replicas []int32, alive, registe
 	if cur.Leader == meta.NoLeader {
 		return Change{}, false // already offline
 	}
-	if registered(cur.Leader) {
+	if keepsLeading(cur.Leader) {
 		// A leader in controlled shutdown with nobody to hand over to keeps
 		// serving until it is gone.
 		return Change{}, false
 	}
 	next.Leader, next.LeaderEpoch = meta.NoLeader, cur.LeaderEpoch+1
-	return change("no live ISR member: partition offline")
+	return change("no eligible ISR member: partition offline")
 }

@@ -18,13 +18,20 @@ func snapshot(replicas []int32, st meta.PartitionState, live ...int32) *coord.Sn
 // snapshotShuttingDown is snapshot with some live brokers in controlled
 // shutdown.
 func snapshotShuttingDown(replicas []int32, st meta.PartitionState, shuttingDown []int32, live ...int32) *coord.Snapshot {
+	return snapshotFlags(replicas, st, shuttingDown, nil, live...)
+}
+
+// snapshotFlags is snapshot with some live brokers in controlled shutdown
+// and some recovering from an unclean shutdown.
+func snapshotFlags(replicas []int32, st meta.PartitionState, shuttingDown, recovering []int32, live ...int32) *coord.Snapshot {
 	s := &coord.Snapshot{
 		Brokers:    map[int32]coord.VersionedBroker{},
 		Topics:     map[string]coord.VersionedTopic{"t": {Topic: meta.Topic{Name: "t", Partitions: [][]int32{replicas}}}},
 		Partitions: map[string][]coord.VersionedPartition{},
 	}
 	for _, id := range live {
-		s.Brokers[id] = coord.VersionedBroker{Broker: meta.Broker{ID: id, ShuttingDown: slices.Contains(shuttingDown, id)}}
+		s.Brokers[id] = coord.VersionedBroker{Broker: meta.Broker{ID: id,
+			ShuttingDown: slices.Contains(shuttingDown, id), Recovering: slices.Contains(recovering, id)}}
 	}
 	st.Topic, st.Partition = "t", 0
 	s.Partitions["t"] = []coord.VersionedPartition{{PartitionState: st, ModRevision: 42}}
@@ -118,6 +125,71 @@ func TestPlanControlledShutdown(t *testing.T) {
 			}
 			if got != tt.want || len(changes) > 1 {
 				t.Fatalf("got %q (%d changes), want %q", got, len(changes), tt.want)
+			}
+		})
+	}
+}
+
+// A broker restarted after an unclean shutdown (Recovering) counts as dead
+// for ISR membership and elections until it clears the flag, whether or
+// not the controller saw it die: the flag is in the snapshot, so a
+// registration replaced in place, or a new controller after a failover,
+// gets the same answer.
+func TestPlanRecovering(t *testing.T) {
+	state := func(leader, epoch int32, isr ...int32) meta.PartitionState {
+		return meta.PartitionState{Leader: leader, LeaderEpoch: epoch, ISR: isr, PartitionEpoch: 7}
+	}
+	all := []int32{1, 2, 3}
+	tests := []struct {
+		name         string
+		state        meta.PartitionState
+		live         []int32
+		recovering   []int32
+		shuttingDown []int32
+		unclean      bool
+		want         string // "" = no change; else "leader epoch isr"
+	}{
+		{"recovering follower leaves the ISR", state(1, 4, 1, 2, 3), all, []int32{2}, nil, false, "1 4 [1 3]"},
+		{"two recovering followers leave, the leader stays", state(1, 4, 1, 2, 3), all, []int32{2, 3}, nil, false, "1 4 [1]"},
+		{"recovering broker outside the ISR: nothing to do", state(1, 4, 1, 3), all, []int32{2}, nil, false, ""},
+		{"recovering leader: next eligible ISR replica, new epoch", state(1, 4, 1, 2, 3), all, []int32{1}, nil, false, "2 5 [2 3]"},
+		{"recovering leader: a recovering ISR replica is skipped", state(1, 4, 1, 2, 3), all, []int32{1, 2}, nil, false, "3 5 [3]"},
+		{"recovering leader, sole ISR member: offline, ISR kept", state(1, 4, 1), all, []int32{1}, nil, false, "-1 5 [1]"},
+		{"offline, recovering sole ISR member: stays offline", state(-1, 5, 1), all, []int32{1}, nil, false, ""},
+		{"offline, sole ISR member cleared its flag: elected", state(-1, 5, 1), all, nil, nil, false, "1 6 [1]"},
+		{"dead leader, recovering follower: offline, ISR kept", state(1, 4, 1, 2), []int32{2, 3}, []int32{2}, nil, false, "-1 5 [1 2]"},
+		{"every ISR member recovering: offline, ISR kept", state(1, 4, 1, 2), all, []int32{1, 2}, nil, false, "-1 5 [1 2]"},
+		{"offline, every ISR member recovering: nothing to do", state(-1, 5, 1, 2), all, []int32{1, 2}, nil, false, ""},
+		{"offline, one of two recovering members cleared: elected alone", state(-1, 5, 1, 2), all, []int32{2}, nil, false, "1 6 [1]"},
+		{"unclean election skips a recovering replica", state(1, 4, 1), []int32{2, 3}, []int32{2}, nil, true, "3 5 [3]"},
+		{"unclean enabled, only a recovering replica live: offline", state(1, 4, 1), []int32{2}, []int32{2}, nil, true, "-1 5 [1]"},
+		{"recovering leader in controlled shutdown does not keep leading", state(1, 4, 1, 2), all, []int32{1, 2}, []int32{1}, false, "-1 5 [1 2]"},
+		{"recovering and shutting-down followers both leave", state(1, 4, 1, 2, 3), all, []int32{2}, []int32{3}, false, "1 4 [1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := snapshotFlags([]int32{1, 2, 3}, tt.state, tt.shuttingDown, tt.recovering, tt.live...)
+			changes := Plan(s, 99, func(meta.Topic) bool { return tt.unclean })
+			got := ""
+			if len(changes) > 1 {
+				t.Fatalf("%d changes for one partition", len(changes))
+			}
+			if len(changes) == 1 {
+				c := changes[0]
+				got = fmt.Sprintf("%d %d %v", c.State.Leader, c.State.LeaderEpoch, c.State.ISR)
+				if c.ModRevision != 42 || c.State.ControllerEpoch != 99 || c.State.PartitionEpoch != 8 {
+					t.Fatalf("change %+v: want mod revision 42, controller epoch 99, partition epoch 8", c)
+				}
+			}
+			if got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			// Applying the change leaves nothing more to do: no flapping.
+			if len(changes) == 1 {
+				next := snapshotFlags([]int32{1, 2, 3}, changes[0].State, tt.shuttingDown, tt.recovering, tt.live...)
+				if again := Plan(next, 99, func(meta.Topic) bool { return tt.unclean }); len(again) != 0 {
+					t.Fatalf("after %q, Plan wants another change: %+v", got, again[0].State)
+				}
 			}
 		})
 	}
