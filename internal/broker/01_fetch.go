@@ -106,6 +106,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 	hasError := false
 	var parts []*localPartition
 	s := b.cache.Snapshot()
+	followerMayJoin := r.ReplicaID >= 0 && mayJoinISR(s, r.ReplicaID)
 	for _, t := range r.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
@@ -136,7 +137,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 					}
 				}
 				if r.ReplicaID >= 0 {
-					expand, err := lp.FollowerFetch(r.ReplicaID, p.FetchOffset, time.Now())
+					expand, err := lp.FollowerFetch(r.ReplicaID, p.FetchOffset, time.Now(), followerMayJoin)
 					if err != nil {
 						rp.ErrorCode = errorCode(err)
 						hasError = true

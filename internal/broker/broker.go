@@ -54,6 +54,15 @@ type Broker struct {
 
 	// dataDirLock holds the data directory's lock until Close.
 	dataDirLock *os.File
+	// markerTaken is set once start consumed the clean-shutdown marker:
+	// only then may Close write one.
+	markerTaken bool
+	// recovering is set from start, when the previous process did not
+	// shut down cleanly, until the registration's Recovering flag is
+	// cleared (recovery.go). While set, Close writes no clean-shutdown
+	// marker: the logs may still lack what the broker had acknowledged,
+	// and the next start must know.
+	recovering atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -100,6 +109,15 @@ func (b *Broker) start(ctx context.Context) error {
 		return err
 	}
 	b.dataDirLock = lock
+	clean, err := takeCleanShutdownMarker(b.cfg.DataDir, b.cfg.logDir())
+	if err != nil {
+		return err
+	}
+	b.markerTaken = true
+	if !clean {
+		b.recovering.Store(true)
+		b.logger.Warn("the previous broker process on this data directory did not shut down cleanly: registering as recovering, out of ISRs and leadership until caught up")
+	}
 	endpoints := b.cfg.MetadataEndpoints
 	if len(endpoints) == 0 {
 		e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
@@ -156,6 +174,10 @@ func (b *Broker) start(ctx context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	b.wg.Add(4)
+	if b.recovering.Load() {
+		b.wg.Add(1)
+		go func() { defer b.wg.Done(); b.runRecovery(bg) }()
+	}
 	go func() { defer b.wg.Done(); b.isr.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.runHousekeeping(bg) }()
@@ -245,7 +267,7 @@ func (b *Broker) register(ctx context.Context) (*coord.Session, error) {
 // from the first bound listener (a wildcard or empty host advertised as
 // "localhost", a port of 0 replaced by the bound port).
 func (b *Broker) advertisedBroker() (meta.Broker, error) {
-	reg := meta.Broker{ID: b.cfg.NodeID, Rack: b.cfg.Rack, StartedUnixMs: time.Now().UnixMilli()}
+	reg := meta.Broker{ID: b.cfg.NodeID, Rack: b.cfg.Rack, StartedUnixMs: time.Now().UnixMilli(), Recovering: b.recovering.Load()}
 	var host, port string
 	if len(b.cfg.AdvertisedListeners) > 0 {
 		addr, err := listenerAddr(b.cfg.AdvertisedListeners[0])
@@ -282,11 +304,13 @@ func (b *Broker) Addrs() []string {
 func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 
 // Close stops serving, closes every partition (flushing its log), revokes
-// the broker's registration and stops the embedded etcd. It is safe to call
-// more than once.
+// the broker's registration, stops the embedded etcd and, if every log
+// closed cleanly and the broker is not recovering from an unclean shutdown,
+// writes the clean-shutdown marker. It is safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
+		var logsErr error
 		b.controlledShutdown()
 		if b.server != nil {
 			errs = append(errs, b.server.Close())
@@ -299,7 +323,8 @@ func (b *Broker) Close() error {
 		}
 		b.wg.Wait()
 		if b.partitions != nil {
-			errs = append(errs, b.partitions.closeAll())
+			logsErr = b.partitions.closeAll()
+			errs = append(errs, logsErr)
 		}
 		if b.session != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -316,6 +341,17 @@ func (b *Broker) Close() error {
 			errs = append(errs, b.etcd.Close())
 		}
 		if b.dataDirLock != nil {
+			switch {
+			case !b.markerTaken:
+			case logsErr != nil:
+				b.logger.Warn("not every log closed cleanly: no clean-shutdown marker", "err", logsErr)
+			case b.recovering.Load():
+				b.logger.Warn("stopping before recovery from the unclean shutdown was done: no clean-shutdown marker")
+			default:
+				if err := writeCleanShutdownMarker(b.cfg.DataDir); err != nil {
+					errs = append(errs, fmt.Errorf("broker: write clean-shutdown marker: %w", err))
+				}
+			}
 			errs = append(errs, b.dataDirLock.Close())
 		}
 		b.closeErr = errors.Join(errs...)
@@ -378,7 +414,7 @@ func (b *Broker) controlledShutdown() {
 }
 
 // movableLeaderships counts the partitions id leads that another live,
-// in-sync replica not shutting down could lead.
+// in-sync replica, neither shutting down nor recovering, could lead.
 func movableLeaderships(s *coord.Snapshot, id int32) int {
 	n := 0
 	for _, parts := range s.Partitions {
@@ -387,7 +423,7 @@ func movableLeaderships(s *coord.Snapshot, id int32) int {
 				continue
 			}
 			for _, r := range vp.ISR {
-				if vb, ok := s.Brokers[r]; ok && r != id && !vb.ShuttingDown {
+				if vb, ok := s.Brokers[r]; ok && r != id && !vb.ShuttingDown && !vb.Recovering {
 					n++
 					break
 				}

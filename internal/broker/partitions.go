@@ -243,9 +243,14 @@ func (m *partitionManager) reconcile(s *coord.Snapshot) {
 
 // applyState gives a local replica the role its stored state says: leader,
 // or follower of the leader (fetching from it), or follower of nobody while
-// the partition is offline.
+// the partition is offline. A broker recovering from an unclean shutdown
+// leads nothing (recovery.go): where the state still names it leader, it
+// follows nobody until the controller has moved the leadership.
 func (m *partitionManager) applyState(s *coord.Snapshot, tp topicPartition, lp *localPartition, replicas []int32, settings topicSettings, st meta.PartitionState) {
 	self := m.b.cfg.NodeID
+	if st.Leader == self && m.b.recoveringIn(s) {
+		st.Leader = meta.NoLeader
+	}
 	var err error
 	switch {
 	case st.Leader == self:

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
@@ -300,7 +301,7 @@ func (u *isrUpdater) run(ctx context.Context) {
 		for lp := range batch {
 			if err := u.store(ctx, lp); err != nil {
 				lp.ISRProposalFailed()
-				if ctx.Err() == nil && !errors.Is(err, coord.ErrConflict) {
+				if ctx.Err() == nil && !errors.Is(err, coord.ErrConflict) && !errors.Is(err, errJoinerNotEligible) {
 					u.b.logger.Warn("ISR change not stored", "topic", lp.Topic, "partition", lp.Index, "err", err)
 				}
 			}
@@ -325,9 +326,12 @@ func (u *isrUpdater) store(ctx context.Context, lp *localPartition) error {
 			continue
 		}
 		vb, live := s.Brokers[r]
-		if !live {
-			return errors.New("broker: a joining ISR member is not registered")
+		if !live || !mayJoinISR(s, r) {
+			return fmt.Errorf("%w: broker %d", errJoinerNotEligible, r)
 		}
+		// The incarnation seen here may join: a later one registers anew
+		// (recovering if it started uncleanly), and this condition then
+		// fails.
 		conds = append(conds, coord.BrokerRegistered(r, vb.CreateRevision))
 	}
 	next := vp.PartitionState.Clone()
@@ -340,6 +344,19 @@ func (u *isrUpdater) store(ctx context.Context, lp *localPartition) error {
 	}
 	u.b.logger.Info("ISR changed", "topic", lp.Topic, "partition", lp.Index, "epoch", epoch, "from", vp.ISR, "to", isr)
 	return nil
+}
+
+// errJoinerNotEligible: an ISR expansion names a broker that may not join
+// (mayJoinISR).
+var errJoinerNotEligible = errors.New("broker: a joining ISR member is not registered, or shutting down, or recovering")
+
+// mayJoinISR reports whether broker id may be added to an ISR: it is
+// registered, not in controlled shutdown (the controller would remove it
+// again; Kafka's KIP-841 refuses such expansions too) and not recovering
+// from an unclean shutdown (invariant 10, recovery.go).
+func mayJoinISR(s *coord.Snapshot, id int32) bool {
+	vb, ok := s.Brokers[id]
+	return ok && !vb.ShuttingDown && !vb.Recovering
 }
 
 // brokerAddr is a live broker's advertised address in s.

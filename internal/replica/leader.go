@@ -81,9 +81,11 @@ func (p *Partition) maximalISRLocked() []int32 {
 
 // FollowerFetch records a follower's fetch at offset (its durable LEO) and
 // advances the high watermark. It reports whether the follower should join
-// the ISR: it caught up to the high watermark and to the start of this
-// leader epoch; the caller then proposes the change (ProposedISR).
-func (p *Partition) FollowerFetch(id int32, offset int64, now time.Time) (expand bool, err error) {
+// the ISR: it may (mayJoin: the caller knows its registration to be live
+// and not recovering from an unclean shutdown), and it caught up to the
+// high watermark and to the start of this leader epoch; the caller then
+// proposes the change (ProposedISR).
+func (p *Partition) FollowerFetch(id int32, offset int64, now time.Time, mayJoin bool) (expand bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -106,7 +108,7 @@ func (p *Partition) FollowerFetch(id int32, offset int64, now time.Time) (expand
 	}
 	f.leo, f.lastFetch, f.leaderEndAtLastFetch = offset, now, leo
 	p.maybeAdvanceHighWatermarkLocked()
-	if p.pendingISR == nil && !slices.Contains(p.isr, id) &&
+	if mayJoin && p.pendingISR == nil && !slices.Contains(p.isr, id) &&
 		offset >= p.highWatermark.Load() && offset >= p.epochStartOffset {
 		p.pendingISR = append(slices.Clone(p.isr), id)
 		p.maybeAdvanceHighWatermarkLocked()

@@ -198,3 +198,29 @@ func TestCloseReleasesWaiters(t *testing.T) {
 		t.Fatalf("append after close: got %v, want ErrClosed", err)
 	}
 }
+
+// A caught-up follower is proposed for the ISR only when the caller says
+// it may join (not recovering from an unclean shutdown, not shutting
+// down); until then the high watermark ignores it.
+func TestFollowerFetchMayJoin(t *testing.T) {
+	p := newPartition(t, 1)
+	cfg := LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 30 * time.Second}
+	if err := p.BecomeLeader(0, []int32{1}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(batch(3)); err != nil {
+		t.Fatal(err)
+	}
+	if expand, err := p.FollowerFetch(2, 3, time.Now(), false); err != nil || expand {
+		t.Fatalf("caught-up follower that may not join: expand %v, err %v", expand, err)
+	}
+	if isr, _ := p.ProposedISR(); isr != nil {
+		t.Fatalf("proposed ISR %v for a follower that may not join", isr)
+	}
+	if expand, err := p.FollowerFetch(2, 3, time.Now(), true); err != nil || !expand {
+		t.Fatalf("caught-up follower that may join: expand %v, err %v", expand, err)
+	}
+	if isr, _ := p.ProposedISR(); len(isr) != 2 {
+		t.Fatalf("proposed ISR %v, want [1 2]", isr)
+	}
+}
