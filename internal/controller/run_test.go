@@ -187,3 +187,91 @@ func TestControllerFailover(t *testing.T) {
 		t.Fatalf("with no controller alive nothing should change, got leader %d", st.Leader)
 	}
 }
+
+// A broker whose registration turns Recovering in place (as after a
+// restart faster than its session timeout: nobody sees it die) loses its
+// leadership and ISR memberships, and a controller elected after the flag
+// was set (failover in the middle) acts on it from etcd alone.
+func TestControllerActsOnRecoveringFlag(t *testing.T) {
+	e, err := coord.StartEmbedded(context.Background(), coord.EmbeddedConfig{
+		Dir: t.TempDir(), Name: "ctl", ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Closed after the candidates' cleanups, which still need it.
+	t.Cleanup(func() { e.Close() })
+	eps := e.Endpoints()
+	cands := map[int32]*candidate{}
+	for _, id := range []int32{1, 2, 3} {
+		cands[id] = startCandidate(t, eps, "recovering", id)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin, err := coord.Connect(ctx, eps, "recovering")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	cache, err := admin.NewCache(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close()
+	waitFor(t, 10*time.Second, func() error {
+		if cache.Snapshot().ControllerID < 0 {
+			return fmt.Errorf("no controller")
+		}
+		return nil
+	})
+	// x is the controller, r the broker that will recover, y the third.
+	x := cache.Snapshot().ControllerID
+	var r, y int32 = -1, -1
+	for _, id := range []int32{1, 2, 3} {
+		switch {
+		case id == x:
+		case r < 0:
+			r = id
+		default:
+			y = id
+		}
+	}
+	// Partition 0 led by r, partition 1 by y; both ISRs full.
+	topic := meta.Topic{Name: "t", ID: meta.NewTopicID(), Partitions: [][]int32{{r, x, y}, {y, r, x}}}
+	states := []meta.PartitionState{
+		{Topic: "t", Partition: 0, Leader: r, ISR: []int32{r, x, y}},
+		{Topic: "t", Partition: 1, Leader: y, ISR: []int32{y, r, x}},
+	}
+	if err := admin.CreateTopic(ctx, topic, states); err != nil {
+		t.Fatal(err)
+	}
+	stateOf := func(p int32) meta.PartitionState {
+		vp, _ := cache.Snapshot().Partition("t", p)
+		return vp.PartitionState
+	}
+	expect := func(p int32, leader, epoch int32, isr string) {
+		t.Helper()
+		waitFor(t, 20*time.Second, func() error {
+			st := stateOf(p)
+			if st.Leader != leader || st.LeaderEpoch != epoch || fmt.Sprint(st.ISR) != isr {
+				return fmt.Errorf("partition %d: leader %d epoch %d isr %v; want %d %d %s", p, st.Leader, st.LeaderEpoch, st.ISR, leader, epoch, isr)
+			}
+			return nil
+		})
+	}
+
+	// The controller dies, and before another is elected r's registration
+	// turns Recovering, in place.
+	cands[x].stop(t)
+	if err := cands[r].session.SetRecovering(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	// The next controller (r or y) sees only the result: x gone, r
+	// recovering. y is the one eligible broker left.
+	expect(0, y, 1, fmt.Sprintf("[%d]", y))
+	expect(1, y, 0, fmt.Sprintf("[%d]", y))
+	if id := cache.Snapshot().ControllerID; id == x || id < 0 {
+		t.Fatalf("controller %d after %d died", id, x)
+	}
+}
