@@ -76,7 +76,10 @@
 // if another live registration holds the id; a leftover of the very same
 // incarnation, an equal meta.Broker, is revoked and replaced), renews it
 // once in the foreground and keeps it alive in the background. The key's
-// create revision identifies the incarnation.
+// create revision identifies the incarnation. Session.UpdateRegistration
+// rewrites the value in place (same lease, same create revision, only while
+// it is still this session's): MarkShuttingDown for controlled shutdown,
+// SetRecovering for a broker restarted after an unclean shutdown.
 //
 // Session.Done closes when the lease is lost: revoked, expired, or not
 // renewed in time because etcd is unreachable. The session counts the TTL
