@@ -429,6 +429,7 @@ func TestClusterControllerFailover(t *testing.T) {
 		return nil
 	})
 	t.Logf("broker %d restarted and back in every broker's metadata after %v", dead, time.Since(restarted).Round(time.Millisecond))
+	CheckReplication(t, c, "fo1", "fo3")
 }
 
 // TestClusterBrokerPartitionedFromEtcd partitions one broker (not the
@@ -515,6 +516,7 @@ func testBrokerPartitionedFromEtcd(t *testing.T, fault func(*Cluster, int32)) {
 			return s
 		})
 	})
+	CheckReplication(t, c, "cut1")
 }
 
 // TestClusterSessionLossStopsLeading: DESIGN.md §4, "a broker that loses

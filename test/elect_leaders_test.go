@@ -86,6 +86,7 @@ func TestElectPreferredLeaders(t *testing.T) {
 	if r := res["pref"][0]; r.Err == nil || r.Err.Error() == "" {
 		t.Fatalf("second election: %+v, want ELECTION_NOT_NEEDED", r)
 	}
+	CheckReplication(t, c, "pref")
 }
 
 // With auto.leader.rebalance.enable, the controller restores preferred
@@ -105,4 +106,5 @@ func TestAutoLeaderRebalance(t *testing.T) {
 		}
 		return nil
 	})
+	CheckReplication(t, c, "auto")
 }

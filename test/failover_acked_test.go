@@ -1,12 +1,8 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -16,26 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// replicaLogBytes concatenates the segment files of one partition replica
-// in a broker's data directory.
-func replicaLogBytes(t *testing.T, dataDir, topic string, partition int32) []byte {
-	t.Helper()
-	names, err := filepath.Glob(filepath.Join(dataDir, "logs", fmt.Sprintf("%s-%d", topic, partition), "*.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(names)
-	var out []byte
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b...)
-	}
-	return out
-}
 
 // The leader of a partition is killed (kill -9) while an idempotent
 // producer writes with acks=all to three partitions of replication factor 3
@@ -185,18 +161,7 @@ func TestLeaderKilledUnderAcksAll(t *testing.T) {
 			}
 		}
 	}
-	// Every replica holds the same bytes once caught up.
-	WaitFor(t, 30*time.Second, func() error {
-		for p := int32(0); p < 3; p++ {
-			ref := replicaLogBytes(t, c.Broker(1).Proc.DataDir, topic, p)
-			for _, id := range []int32{2, 3} {
-				if got := replicaLogBytes(t, c.Broker(id).Proc.DataDir, topic, p); !bytes.Equal(got, ref) {
-					return fmt.Errorf("partition %d: broker %d has %d bytes, broker 1 %d", p, id, len(got), len(ref))
-				}
-			}
-		}
-		return nil
-	})
+	CheckReplication(t, c, topic)
 	t.Logf("%d records acknowledged, %d before the leader (broker %d) was killed; all read back once", want, atKill, victim)
 }
 
@@ -305,4 +270,5 @@ func TestNotEnoughReplicas(t *testing.T) {
 	if got[10] != "acks-1" || got[11] != "after" {
 		t.Fatalf("records 10-11: %v, want acks-1 then after (the refused write must be absent)", got[10:])
 	}
+	CheckReplication(t, c, topic)
 }

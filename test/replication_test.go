@@ -1,10 +1,10 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +39,23 @@ func startInProcessCluster(t testing.TB, n int32, opts ...func(*broker.Config)) 
 		}}, opts...)...)
 	}
 	return c
+}
+
+func (c *inProcessCluster) checkClient(t testing.TB) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+func (c *inProcessCluster) dataDir(id int32) string { return c.brokers[id].Config.DataDir }
+
+// serving is true for every broker: tests that stop one for good do not
+// run the checker.
+func (c *inProcessCluster) serving(int32) bool { return true }
+func (c *inProcessCluster) etcdEndpoint() string {
+	return strings.TrimPrefix(c.endpoints[0], "http://")
 }
 
 func (c *inProcessCluster) bootstrap() []string {
@@ -106,15 +123,7 @@ func TestReplicationThreeBrokers(t *testing.T) {
 		return nil
 	})
 	leader, _, epoch := isrOf()
-	want := replicaLogBytes(t, c.brokers[leader].Config.DataDir, "r", 0)
-	WaitFor(t, 30*time.Second, func() error {
-		for id, b := range c.brokers {
-			if got := replicaLogBytes(t, b.Config.DataDir, "r", 0); !bytes.Equal(got, want) {
-				return fmt.Errorf("broker %d log: %d bytes, leader %d has %d", id, len(got), leader, len(want))
-			}
-		}
-		return nil
-	})
+	CheckReplication(t, c, "r")
 
 	// The leader goes away; another replica takes over with a higher epoch.
 	if err := c.brokers[leader].Close(); err != nil {

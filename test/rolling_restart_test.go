@@ -128,6 +128,7 @@ func TestRollingRestart(t *testing.T) {
 		}
 	}
 	t.Logf("%d records acknowledged across the rolling restart", total)
+	CheckReplication(t, c, "roll")
 }
 
 // Controlled shutdown moves leadership before the broker leaves: in the
