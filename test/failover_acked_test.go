@@ -3,11 +3,9 @@ package test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,116 +49,18 @@ func TestLeaderKilledUnderAcksAll(t *testing.T) {
 	}
 	WaitFor(t, 30*time.Second, fullISR)
 
-	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
-	type ack struct {
-		offset int64
-		value  string
-	}
-	var (
-		mu    sync.Mutex
-		acked = map[int32][]ack{}
-		total int
-	)
-	ackedCount := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return total
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for g := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				p := int32((g + i) % 3)
-				r := &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprintf("g%d-%07d", g, i))}
-				cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-					if err != nil {
-						return // not acknowledged: may or may not be in the log
-					}
-					mu.Lock()
-					acked[r.Partition] = append(acked[r.Partition], ack{r.Offset, string(r.Value)})
-					total++
-					mu.Unlock()
-				})
-				if i%64 == 63 {
-					// Keep the amount in flight bounded.
-					if err := cl.Flush(ctx); err != nil {
-						return
-					}
-				}
-			}
-		}()
-	}
-	WaitFor(t, 30*time.Second, func() error {
-		if n := ackedCount(); n < 2000 {
-			return fmt.Errorf("%d acknowledged", n)
-		}
-		return nil
-	})
+	w := startAckedWorkload(t, c, topic, 3, 3)
+	w.WaitAcked(t, 2000, 30*time.Second)
 	leaders, _ := partitionState()
 	victim := leaders[0]
 	c.Kill9(victim)
-	atKill := ackedCount()
+	atKill := w.Acked()
 	// Production goes on through the failover.
-	WaitFor(t, 60*time.Second, func() error {
-		if n := ackedCount(); n < atKill+2000 {
-			return fmt.Errorf("%d acknowledged after the kill", n-atKill)
-		}
-		return nil
-	})
-	close(stop)
-	wg.Wait()
-	if err := cl.Flush(ctx); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
+	w.WaitAcked(t, atKill+2000, 60*time.Second)
+	w.Stop(t)
 	c.Restart(victim)
 	WaitFor(t, 60*time.Second, fullISR)
-
-	consumer := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	mu.Lock()
-	defer mu.Unlock()
-	logs := map[int32]map[int64]string{}
-	seen := map[string]int{}
-	want := 0
-	for p := int32(0); p < 3; p++ {
-		logs[p] = map[int64]string{}
-		want += len(acked[p])
-	}
-	// Read everything up to the end offsets, acknowledged or not.
-	ends, err := c.Admin().ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var end int64
-	ends.Each(func(o kadm.ListedOffset) { end += o.Offset })
-	for n := int64(0); n < end; {
-		fs := consumer.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d records", n, end)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			logs[r.Partition][r.Offset] = string(r.Value)
-			seen[string(r.Value)]++
-			n++
-		})
-	}
-	for p := int32(0); p < 3; p++ {
-		for _, a := range acked[p] {
-			if got := logs[p][a.offset]; got != a.value {
-				t.Fatalf("partition %d offset %d: acknowledged %q, log has %q", p, a.offset, a.value, got)
-			}
-			if seen[a.value] != 1 {
-				t.Fatalf("acknowledged %q is in the log %d times", a.value, seen[a.value])
-			}
-		}
-	}
+	want := w.Verify(t, c)
 	CheckReplication(t, c, topic)
 	t.Logf("%d records acknowledged, %d before the leader (broker %d) was killed; all read back once", want, atKill, victim)
 }
