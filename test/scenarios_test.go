@@ -427,7 +427,8 @@ func TestControllerCrashMidElection(t *testing.T) {
 // none available) until the old leader returns; the one with it elects
 // the returned follower at once, losing the writes only the dead leader
 // had, and when the old leader returns it truncates to the new leader's
-// log, so the replicas converge.
+// log, so the replicas converge. A consumer that had read the lost write
+// is told of the loss (KIP-320) and reads the new record in its place.
 func TestUncleanLeaderElectionOnlyWhenEnabled(t *testing.T) {
 	c := StartCluster(t, 3)
 	createAssignedTopic(t, c, "clean", [][]int32{{1, 2}}, nil)
@@ -452,6 +453,18 @@ func TestUncleanLeaderElectionOnlyWhenEnabled(t *testing.T) {
 		waitPartition(t, c, topic, 0, 1, []int32{1}, 30*time.Second)
 		produce(topic, "only-1-has-it")
 	}
+	// A consumer reads both records of the unclean topic from broker 1 and
+	// stays, positioned after them (KIP-320 tracks their leader epoch).
+	watcher := c.Client(kgo.ConsumeTopics("unclean"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	pollCtx, pollCancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer pollCancel()
+	for seen := 0; seen < 2; {
+		fs := watcher.PollFetches(pollCtx)
+		if pollCtx.Err() != nil {
+			t.Fatalf("consumer read %d records of unclean before the failure", seen)
+		}
+		seen += fs.NumRecords()
+	}
 	c.Kill9(1)
 	for _, topic := range []string{"clean", "unclean"} {
 		waitPartition(t, c, topic, 0, -1, []int32{1}, 30*time.Second)
@@ -464,6 +477,30 @@ func TestUncleanLeaderElectionOnlyWhenEnabled(t *testing.T) {
 		t.Fatalf("clean topic after broker 2 returned: leader %d ISR %v (%v); want offline", cl.Leader, cl.ISR, err)
 	}
 	produce("unclean", "written-after-unclean-election")
+	// The consumer finds that offset 1 was replaced (KIP-320: its
+	// OffsetForLeaderEpoch for the epoch of what it read answers an end
+	// offset below its position), is told so, and reads the new record.
+	var loss *kgo.ErrDataLoss
+	var after []string
+	for len(after) == 0 {
+		fs := watcher.PollFetches(pollCtx)
+		if pollCtx.Err() != nil {
+			t.Fatalf("consumer saw neither data loss nor the new record after the unclean election")
+		}
+		for _, fe := range fs.Errors() {
+			var dl *kgo.ErrDataLoss
+			if errors.As(fe.Err, &dl) {
+				loss = dl
+			}
+		}
+		fs.EachRecord(func(r *kgo.Record) { after = append(after, fmt.Sprintf("%d:%s", r.Offset, r.Value)) })
+	}
+	if loss == nil || loss.ConsumedTo != 2 || loss.ResetTo != 1 {
+		t.Fatalf("consumer's data-loss report: %+v; want consumed to 2, reset to 1", loss)
+	}
+	if after[0] != "1:written-after-unclean-election" {
+		t.Fatalf("consumer read %v after the unclean election, want the new record at offset 1", after)
+	}
 
 	c.Restart(1)
 	waitPartition(t, c, "clean", 0, 1, nil, 60*time.Second)
