@@ -49,14 +49,32 @@ func TestLeaderKilledUnderAcksAll(t *testing.T) {
 	}
 	WaitFor(t, 30*time.Second, fullISR)
 
-	w := startAckedWorkload(t, c, topic, 3, 3)
+	// Retries and metadata refreshes every 100ms at most (not franz-go's
+	// growing backoff and 5 s minimum metadata age), so the time to the
+	// first acknowledgement after the kill measures the cluster.
+	w := startAckedWorkload(t, c, topic, 3, 3, kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
+		kgo.MetadataMinAge(100*time.Millisecond))
 	w.WaitAcked(t, 2000, 30*time.Second)
 	leaders, _ := partitionState()
 	victim := leaders[0]
+	killed := time.Now()
 	c.Kill9(victim)
 	atKill := w.Acked()
+	WaitFor(t, 30*time.Second, func() error {
+		if leaders, _ := partitionState(); leaders[0] == victim || leaders[0] < 0 {
+			return fmt.Errorf("partition 0 led by %d", leaders[0])
+		}
+		return nil
+	})
+	elected := time.Since(killed)
 	// Production goes on through the failover.
 	w.WaitAcked(t, atKill+2000, 60*time.Second)
+	failover, ok := w.FirstAckAfter(0, killed)
+	if !ok {
+		t.Fatalf("no write to partition 0 sent after the kill was acknowledged")
+	}
+	t.Logf("failover of partition 0 after leader %d was killed (broker.session.timeout.ms %d): new leader in metadata after %v, first write sent after the kill acknowledged after %v",
+		victim, c.SessionTimeout.Milliseconds(), elected.Round(time.Millisecond), failover.Round(time.Millisecond))
 	w.Stop(t)
 	c.Restart(victim)
 	WaitFor(t, 60*time.Second, fullISR)

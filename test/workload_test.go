@@ -12,10 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ackedRecord is one acknowledged write: where the broker said it put it.
+// ackedRecord is one acknowledged write: where the broker said it put it,
+// when it was sent (the record's timestamp) and acknowledged.
 type ackedRecord struct {
-	offset int64
-	value  string
+	offset        int64
+	value         string
+	sent, ackedAt time.Time
 }
 
 // ackedWorkload is the fault scenarios' producer: writers goroutines send
@@ -85,7 +87,7 @@ func (w *ackedWorkload) record(r *kgo.Record, err error) {
 		w.failed++
 		return
 	}
-	w.acked[r.Partition] = append(w.acked[r.Partition], ackedRecord{r.Offset, string(r.Value)})
+	w.acked[r.Partition] = append(w.acked[r.Partition], ackedRecord{r.Offset, string(r.Value), r.Timestamp, time.Now()})
 	w.total++
 }
 
@@ -94,6 +96,21 @@ func (w *ackedWorkload) Acked() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.total
+}
+
+// FirstAckAfter returns how long after t the first write to partition p
+// sent after t was acknowledged (false if none was): after a leader
+// failure at t, the time until the partition serves writes again.
+func (w *ackedWorkload) FirstAckAfter(p int32, t time.Time) (time.Duration, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for _, a := range w.acked[p] {
+		if a.sent.After(t) && (first.IsZero() || a.ackedAt.Before(first)) {
+			first = a.ackedAt
+		}
+	}
+	return first.Sub(t), !first.IsZero()
 }
 
 // WaitAcked waits until more than n writes are acknowledged.
