@@ -13,7 +13,6 @@ package test
 // events into one snapshot).
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -293,15 +292,7 @@ func uncleanCheckAcked(t *testing.T, ctx context.Context, c *Cluster, topic stri
 			t.Fatalf("offset %d: acknowledged %q, log has %q", off, v, got[off])
 		}
 	}
-	WaitFor(t, 30*time.Second, func() error {
-		ref := replicaLogBytes(t, c.Broker(1).Proc.DataDir, topic, 0)
-		for _, id := range []int32{2, 3} {
-			if b := replicaLogBytes(t, c.Broker(id).Proc.DataDir, topic, 0); !bytes.Equal(b, ref) {
-				return fmt.Errorf("broker %d's log has %d bytes, broker 1's %d", id, len(b), len(ref))
-			}
-		}
-		return nil
-	})
+	CheckReplication(t, c, topic)
 }
 
 // restartAt kills broker id with SIGKILL and starts it again at once; it
