@@ -74,8 +74,8 @@ func partitionOf(c *Cluster, topic string, p int32) (kmsg.MetadataResponseTopicP
 	return kmsg.MetadataResponseTopicPartition{}, fmt.Errorf("%s-%d not in metadata", topic, p)
 }
 
-// waitPartition waits until topic-partition p has leader (any leader if
-// -2) and exactly the ISR isr (any if nil), and returns it.
+// waitPartition waits until topic-partition p has leader (any live one
+// if -2) and exactly the ISR isr (any if nil), and returns it.
 func waitPartition(t testing.TB, c *Cluster, topic string, p int32, leader int32, isr []int32, timeout time.Duration) kmsg.MetadataResponseTopicPartition {
 	t.Helper()
 	var got kmsg.MetadataResponseTopicPartition
@@ -84,7 +84,7 @@ func waitPartition(t testing.TB, c *Cluster, topic string, p int32, leader int32
 		if got, err = partitionOf(c, topic, p); err != nil {
 			return err
 		}
-		if leader != -2 && got.Leader != leader || isr != nil && !sameSet(got.ISR, isr) {
+		if leader == -2 && got.Leader < 0 || leader != -2 && got.Leader != leader || isr != nil && !sameSet(got.ISR, isr) {
 			return fmt.Errorf("%s-%d: leader %d ISR %v epoch %d; want leader %d ISR %v", topic, p, got.Leader, got.ISR, got.LeaderEpoch, leader, isr)
 		}
 		return nil

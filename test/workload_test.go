@@ -155,10 +155,15 @@ func (w *ackedWorkload) Verify(t testing.TB, c *Cluster) int {
 	defer cancel()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ends, err := c.Admin().ListEndOffsets(ctx, w.topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var ends kadm.ListedOffsets
+	WaitFor(t, 30*time.Second, func() error {
+		var err error
+		ends, err = c.Admin().ListEndOffsets(ctx, w.topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		return err
+	})
 	var end int64
 	ends.Each(func(o kadm.ListedOffset) { end += o.Offset })
 	consumer := c.Client(kgo.ConsumeTopics(w.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
