@@ -570,6 +570,12 @@ func TestClusterSessionLossStopsLeading(t *testing.T) {
 			}
 		}
 	}
+
+	// Healed, the deposed broker finishes exiting; restarted, it catches up.
+	c.HealEtcd(victim)
+	c.WaitExit(victim, 60*time.Second)
+	c.Restart(victim)
+	CheckReplication(t, c, "zombie")
 }
 
 // produceDirect sends one record straight to broker id (no routing by
