@@ -38,6 +38,13 @@ func (l *Log) recoverLocked() error {
 	if err != nil {
 		return err
 	}
+	if changed, err := l.finishCompactionLocked(names); err != nil {
+		return err
+	} else if changed {
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return err
+		}
+	}
 	var bases []int64
 	logs := map[int64]bool{}
 	for _, name := range names {
