@@ -408,3 +408,69 @@ func TestCompactCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactConcurrentReads reads and appends while Compact swaps
+// segments in (run with -race).
+func TestCompactConcurrentReads(t *testing.T) {
+	forEachEnv(t, func(t *testing.T, env testEnv, cfg Config) {
+		l := mustOpen(t, env.dir, cfg)
+		defer l.Close()
+		all := fillKeyed(t, l, rand.New(rand.NewPCG(3, 3)), 200, 10, 1000)
+		latest := map[string][]byte{}
+		for _, r := range all {
+			latest[r.key] = r.value
+		}
+		done := make(chan struct{})
+		errs := make(chan error, 1)
+		go func() {
+			defer close(errs)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				b, err := l.Read(0, l.EndOffset(), 1<<30, true)
+				if err == nil {
+					_, err = splitBatchesErr(b)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		if _, err := l.Compact(CompactOptions{UpperBound: l.EndOffset(), DeleteRetentionMs: -1}); err != nil {
+			t.Fatal(err)
+		}
+		close(done)
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent read: %v", err)
+		}
+		final := map[string][]byte{}
+		for _, r := range decodeAll(t, readAllBatches(t, l), 0) {
+			final[r.key] = r.value
+		}
+		for k, v := range latest {
+			if !bytes.Equal(final[k], v) {
+				t.Fatalf("key %s: %q, want %q", k, final[k], v)
+			}
+		}
+	})
+}
+
+func splitBatchesErr(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		h, err := ParseBatchHeader(b)
+		if err == nil {
+			err = VerifyCRC(b, &h)
+		}
+		if err != nil {
+			return n, err
+		}
+		b = b[h.Size():]
+		n++
+	}
+	return n, nil
+}

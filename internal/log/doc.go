@@ -17,13 +17,17 @@
 //	recovery-point             offset below which everything is durable
 //	log-start-offset           the log start offset
 //	*.tmp                      a checkpoint being written (deleted on open)
+//	%020d.{log,index,timeindex}.cleaned
+//	                           a segment being rewritten by Compact
+//	%020d.log.swap             a rewritten segment, committed, about to
+//	                           replace %020d.log
 //
 // Segment (.log): Kafka v2 record batches back to back, nothing else. Only
 // baseOffset and partitionLeaderEpoch are patched on a leader append; both
 // lie outside the CRC-32C (Castagnoli) that covers attributes..end, so no
 // batch is re-encoded (see batch.go for the header layout). Each segment
 // starts at its base offset and each batch where the previous one ended:
-// samsa logs have no offset gaps (there is no compaction yet).
+// samsa logs have no offset gaps, even compacted (see Compaction).
 //
 // Offset index (.index): 8-byte big-endian entries (base offset of a batch
 // minus the segment's base offset: uint32, position of the batch in the
@@ -102,10 +106,61 @@
 // field is outside the CRC, as in Kafka), and damage below the recovery
 // point is found only where a segment's tail or indexes are checked.
 //
+// # Compaction
+//
+// Compact (cleanup.policy=compact; the broker's housekeeping calls it) is a
+// synchronous, simplified version of Kafka's log cleaner. It cleans the
+// closed segments whose batches all lie below the upper bound the caller
+// passes (the high watermark), never the active segment: it builds a map
+// key -> offset of the key's latest record over those segments, then
+// rewrites each of them, one at a time, keeping a keyed record only if it
+// is the latest of its key in that range. Records above the bound are not
+// consulted, so a record superseded only there stays until a later run.
+// Records without a key, control batches and compressed batches (whose
+// records the log cannot decode: internal/records depends on this package)
+// are kept whole; a compressed batch's keys do not enter the map, so its
+// records never supersede anything, which can keep stale records but never
+// drops a latest one.
+//
+// Offsets never change. A batch that loses records keeps its base offset,
+// last offset delta, timestamps, producer fields and leader epoch; its
+// records keep their offset deltas (the batch becomes sparse), and its
+// length, record count and CRC-32C are recomputed. A batch that loses all
+// its records is kept as an empty batch (its header, record count 0) if it
+// is an idempotent producer's, so producer state can still be rebuilt from
+// headers; runs of other emptied batches with the same leader epoch become
+// one empty "filler" batch spanning their offsets (producer id -1, the
+// run's base and largest timestamps). Segments therefore still start at
+// their base offset with each batch where the previous one ended, recovery
+// checks them unchanged, and a Read of a removed offset returns the batch
+// spanning it, whose next retained record comes after it. Consumers skip
+// empty batches, as with Kafka's.
+//
+// Tombstones (keyed records with a null value) that are the latest of
+// their key are kept until the record's timestamp (the batch's max
+// timestamp for LogAppendTime) is more than delete.retention.ms old by the
+// log's clock, then removed; tombstones without a timestamp are kept.
+// Superseded tombstones go at once, like any superseded record. (Kafka
+// times this from when the tombstone's segment was first cleaned; the
+// record timestamp needs no extra state.)
+//
+// The swap of one segment, under flushMu: write the new segment as
+// %020d.log.cleaned with its indexes as .index.cleaned and .timeindex.cleaned,
+// fsync them; rename the .log.cleaned to .log.swap and fsync the directory
+// (the commit point); rename the .cleaned indexes and then the .log.swap
+// over the segment's files, fsync the directory; finally, holding segMu and
+// mu, put the new segment in place of the old one and close the old files.
+// Open finishes an interrupted swap before anything else: a .log.swap
+// replaces its segment's .log, .cleaned files are deleted, and the index
+// files of every segment with such a leftover are deleted too (they may
+// belong to the other version of the segment; recovery rebuilds them). A
+// crash thus leaves either the old or the new segment, never a mix.
+// Adjacent small segments are not merged yet.
+//
 // # Concurrency
 //
 // See Log for the three locks (flushMu, then segMu, then mu) and what each
 // guards. In short: appends hold only mu and never wait for an fsync;
 // reads hold segMu for reading and mu only to find where to start; flush
-// rounds, truncation, retention and Close serialize on flushMu.
+// rounds, truncation, retention, compaction and Close serialize on flushMu.
 package log

@@ -469,7 +469,7 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64) (AppendInfo, error
 // AppendReplicated appends batches as a follower: offsets and leader epochs
 // are the leader's, unchanged. The first batch must start at the LEO and
 // each next one where the previous one ended (ErrNonMonotonic otherwise):
-// samsa logs have no gaps, as there is no compaction yet, and recovery
+// samsa logs have no gaps (compaction keeps them so), and recovery
 // relies on that to spot damaged offsets. Producer state and the leader
 // epoch cache follow the batches; sequences are not checked.
 func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
