@@ -25,7 +25,8 @@ func TestPackageLayering(t *testing.T) {
 		"internal/coord":      {"internal/meta"},
 		"internal/protocol":   {},
 		"internal/controller": {"internal/coord", "internal/meta"},
-		"internal/broker":     {"internal/controller", "internal/coord", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica"},
+		"internal/group":      {"internal/records"},
+		"internal/broker":     {"internal/controller", "internal/coord", "internal/group", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica"},
 		"cmd/samsa":           {"internal/broker"},
 	}
 	stdlibOnly := map[string]bool{"internal/meta": true, "internal/log": true}
@@ -34,7 +35,7 @@ func TestPackageLayering(t *testing.T) {
 	// commands use them).
 	external := map[string][]string{
 		"go.etcd.io/etcd/":                  {"internal/coord"},
-		"github.com/twmb/franz-go/pkg/kmsg": {"internal/protocol", "internal/broker", "cmd/samsa"},
+		"github.com/twmb/franz-go/pkg/kmsg": {"internal/protocol", "internal/group", "internal/broker", "cmd/samsa"},
 	}
 
 	out, err := exec.Command("go", "list", "-json", "../...").Output()

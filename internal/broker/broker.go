@@ -14,6 +14,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/group"
 	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
 )
@@ -45,6 +46,9 @@ type Broker struct {
 	isr *isrUpdater
 	// controller is this broker's controller candidate.
 	controller *controller.Controller
+	// groups coordinates the consumer groups of the __consumer_offsets
+	// partitions led here.
+	groups *group.Coordinator
 	// parkedFetches counts long-poll fetches waiting for data.
 	parkedFetches atomic.Int64
 
@@ -162,6 +166,9 @@ func (b *Broker) start(ctx context.Context) error {
 		return fmt.Errorf("broker: metadata cache: %w", err)
 	}
 	b.producerIDs = newProducerIDAllocator(client)
+	gcfg := b.cfg.Groups
+	gcfg.Logger = b.logger
+	b.groups = group.New(gcfg)
 	b.isr = newISRUpdater(b)
 	b.partitions = newPartitionManager(b)
 	if err := b.partitions.openExisting(b.cache.Snapshot()); err != nil {
@@ -173,7 +180,8 @@ func (b *Broker) start(ctx context.Context) error {
 
 	bg, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(4)
+	b.wg.Add(5)
+	go func() { defer b.wg.Done(); b.runGroupTicks(bg) }()
 	if b.recovering.Load() {
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); b.runRecovery(bg) }()
@@ -322,6 +330,9 @@ func (b *Broker) Close() error {
 			b.cancel()
 		}
 		b.wg.Wait()
+		if b.groups != nil {
+			b.groups.Close()
+		}
 		if b.partitions != nil {
 			logsErr = b.partitions.closeAll()
 			errs = append(errs, logsErr)

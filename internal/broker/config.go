@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/samsa-io/samsa/internal/group"
 )
 
 // Config is one broker's configuration. Settings carry Kafka's names (in
@@ -88,6 +90,15 @@ type Config struct {
 	LeaderImbalanceCheckInterval time.Duration
 	LeaderImbalancePercent       int
 
+	// Groups configures the group coordinator: offsets.topic.num.partitions,
+	// group.min/max.session.timeout.ms, group.initial.rebalance.delay.ms,
+	// offsets.retention.minutes, offset.metadata.max.bytes and
+	// offsets.commit.timeout.ms.
+	Groups group.Config
+	// OffsetsTopicReplicationFactor is offsets.topic.replication.factor:
+	// __consumer_offsets gets min(it, live brokers) replicas.
+	OffsetsTopicReplicationFactor int16
+
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// ProducerIDExpiration is producer.id.expiration.ms.
@@ -120,6 +131,8 @@ func DefaultConfig() Config {
 		ReplicaFetchWaitMax:             500 * time.Millisecond,
 		HighWatermarkCheckpointInterval: 5 * time.Second,
 		ProducerIDExpiration:            24 * time.Hour,
+		Groups:                          group.DefaultConfig(),
+		OffsetsTopicReplicationFactor:   3,
 	}
 }
 
@@ -254,6 +267,54 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want a percentage from 0 to 100"))
 		}
 		c.LeaderImbalancePercent = int(n)
+	case "offsets.topic.num.partitions":
+		n, err := parseInt(32)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive integer"))
+		}
+		c.Groups.Partitions = int32(n)
+	case "offsets.topic.replication.factor":
+		n, err := parseInt(16)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive integer"))
+		}
+		c.OffsetsTopicReplicationFactor = int16(n)
+	case "group.min.session.timeout.ms":
+		d, err := parseMs()
+		if err != nil {
+			return bad(err)
+		}
+		c.Groups.MinSessionTimeout = d
+	case "group.max.session.timeout.ms":
+		d, err := parseMs()
+		if err != nil {
+			return bad(err)
+		}
+		c.Groups.MaxSessionTimeout = d
+	case "group.initial.rebalance.delay.ms":
+		d, err := parseMs()
+		if err != nil {
+			return bad(err)
+		}
+		c.Groups.InitialRebalanceDelay = d
+	case "offsets.retention.minutes":
+		n, err := parseInt(32)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive number of minutes"))
+		}
+		c.Groups.OffsetsRetention = time.Duration(n) * time.Minute
+	case "offset.metadata.max.bytes":
+		n, err := parseInt(32)
+		if err != nil || n < 0 {
+			return bad(fmt.Errorf("want a non-negative integer"))
+		}
+		c.Groups.MaxMetadataBytes = int(n)
+	case "offsets.commit.timeout.ms":
+		d, err := parseMs()
+		if err != nil || d == 0 {
+			return bad(fmt.Errorf("want a positive number of milliseconds"))
+		}
+		c.Groups.CommitTimeout = d
 	case "replica.lag.time.max.ms":
 		d, err := parseMs()
 		if err != nil || d == 0 {

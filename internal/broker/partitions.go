@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/group"
 	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -272,6 +273,7 @@ func (m *partitionManager) applyState(s *coord.Snapshot, tp topicPartition, lp *
 		m.b.logger.Error("cannot take the partition's role", "topic", tp.topic, "partition", tp.partition,
 			"leader", st.Leader, "epoch", st.LeaderEpoch, "err", err)
 	}
+	m.b.groupRoleChanged(s, tp, lp, err == nil && st.Leader == self, st.LeaderEpoch)
 }
 
 // logConfig converts topic settings to the log's configuration.
@@ -281,8 +283,10 @@ func (m *partitionManager) logConfig(s topicSettings) klog.Config {
 	c.SegmentMs = s.segmentMs
 	c.SegmentIndexBytes = s.segmentIndexBytes
 	c.IndexIntervalBytes = s.indexInterval
-	c.RetentionBytes = s.retentionBytes
-	c.RetentionMs = s.retentionMs
+	c.RetentionBytes, c.RetentionMs = s.retentionBytes, s.retentionMs
+	if !s.deleteOld {
+		c.RetentionBytes, c.RetentionMs = -1, -1
+	}
 	c.FlushMessages = s.flushMessages
 	c.FlushMs = s.flushMs
 	c.ProducerIDExpirationMs = m.b.cfg.ProducerIDExpiration.Milliseconds()
@@ -322,6 +326,9 @@ func (m *partitionManager) remove(tp topicPartition, lp *localPartition) {
 	m.mu.Unlock()
 	if lp == nil {
 		return
+	}
+	if tp.topic == group.OffsetsTopic {
+		m.b.groups.Resigned(tp.partition, lp.LeaderEpoch())
 	}
 	m.fetchers.unfollow(tp)
 	if err := lp.Close(true); err != nil {

@@ -42,8 +42,8 @@ var topicConfigDefs = map[string]*topicConfigDef{}
 
 func init() {
 	for _, d := range []*topicConfigDef{
-		{name: "cleanup.policy", kind: kindEnum, def: "delete", enum: []string{"delete"}, broker: "log.cleanup.policy",
-			doc: "delete: old segments are deleted by retention (compaction arrives with consumer groups)"},
+		{name: "cleanup.policy", kind: kindEnum, def: "delete", enum: []string{"delete", "compact", "compact,delete", "delete,compact"}, broker: "log.cleanup.policy",
+			doc: "delete: old segments are deleted by retention; compact: only the latest record per key is kept (retention.ms and retention.bytes do not apply unless delete is listed too)"},
 		{name: "compression.type", kind: kindEnum, def: "producer", enum: []string{"producer"}, broker: "compression.type",
 			doc: "batches are stored exactly as the producer compressed them"},
 		{name: "retention.ms", kind: kindLong, def: "604800000", min: -1, broker: "log.retention.ms"},
@@ -146,6 +146,8 @@ type topicSettings struct {
 	flushMessages, flushMs              int64
 	timestampBeforeMs, timestampAfterMs int64
 	uncleanLeaderElection               bool
+	// compact and deleteOld are cleanup.policy's two halves.
+	compact, deleteOld bool
 }
 
 // resolveTopicSettings parses the effective configs. Values were validated
@@ -179,5 +181,7 @@ func resolveTopicSettings(overrides, brokerDefaults map[string]string) topicSett
 		timestampBeforeMs:     i64("message.timestamp.before.max.ms"),
 		timestampAfterMs:      i64("message.timestamp.after.max.ms"),
 		uncleanLeaderElection: b,
+		compact:               strings.Contains(get("cleanup.policy"), "compact"),
+		deleteOld:             strings.Contains(get("cleanup.policy"), "delete"),
 	}
 }

@@ -1,0 +1,18 @@
+package broker
+
+// OffsetCommit (key 8), versions 2–8 (flexible from v8). Offsets are
+// written to __consumer_offsets and acknowledged once committed there
+// (acks=all); v6+ stores the leader epoch with the offset (KIP-320).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleOffsetCommit(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.OffsetCommitRequest)
+	return protocol.Response{Later: func() kmsg.Response { return b.groups.CommitOffsets(ctx, r) }}
+}

@@ -1,0 +1,64 @@
+package broker
+
+// FindCoordinator (key 10), versions 0–4 (flexible from v3; v4 batches
+// keys). A group's coordinator is the leader of its __consumer_offsets
+// partition (group.PartitionFor); the topic is created on first use.
+// Transactions are not supported: transactional keys get
+// COORDINATOR_NOT_AVAILABLE.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/group"
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleFindCoordinator(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.FindCoordinatorRequest)
+	resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	keys := r.CoordinatorKeys
+	if r.Version < 4 {
+		keys = []string{r.CoordinatorKey}
+	}
+	return protocol.Response{Later: func() kmsg.Response {
+		for _, key := range keys {
+			nodeID, host, port, code := b.findCoordinator(ctx, r.CoordinatorType, key)
+			if r.Version < 4 {
+				resp.NodeID, resp.Host, resp.Port, resp.ErrorCode = nodeID, host, port, code
+				continue
+			}
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.Host, c.Port, c.ErrorCode = key, nodeID, host, port, code
+			resp.Coordinators = append(resp.Coordinators, c)
+		}
+		return resp
+	}}
+}
+
+// findCoordinator locates the coordinator of one key.
+func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) (int32, string, int32, int16) {
+	switch {
+	case keyType != 0:
+		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+	case key == "":
+		return -1, "", -1, kerr.InvalidRequest.Code
+	}
+	n, err := b.ensureOffsetsTopic(ctx)
+	if err != nil {
+		b.logger.Warn("cannot create "+group.OffsetsTopic, "err", err)
+		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+	}
+	s := b.cache.Snapshot()
+	vp, ok := s.Partition(group.OffsetsTopic, group.PartitionFor(key, n))
+	if !ok || vp.Leader < 0 {
+		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+	}
+	vb, ok := s.Brokers[vp.Leader]
+	if !ok {
+		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+	}
+	return vb.ID, vb.Host, vb.Port, 0
+}

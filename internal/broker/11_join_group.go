@@ -1,0 +1,30 @@
+package broker
+
+// JoinGroup (key 11), versions 0–7 (flexible from v6). v4+ first answers
+// a member without an id MEMBER_ID_REQUIRED with one (KIP-394); v5+
+// carries group.instance.id (static membership, KIP-345). The response
+// waits for the rebalance (internal/group).
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+func (b *Broker) handleJoinGroup(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.JoinGroupRequest)
+	clientID, host := "", ""
+	if req.ClientID != nil {
+		clientID = *req.ClientID
+	}
+	if req.Conn != nil && req.Conn.Remote != nil {
+		host = "/" + req.Conn.Remote.String()
+		if h, _, err := net.SplitHostPort(req.Conn.Remote.String()); err == nil {
+			host = "/" + h
+		}
+	}
+	return protocol.Response{Later: func() kmsg.Response { return b.groups.Join(ctx, r, clientID, host) }}
+}

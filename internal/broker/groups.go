@@ -1,0 +1,156 @@
+package broker
+
+// The group coordinator's side of the broker: __consumer_offsets
+// partitions led here are handed to the coordinator (internal/group) with
+// a Store over the local replica, and its timers are ticked.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/group"
+	klog "github.com/samsa-io/samsa/internal/log"
+	"github.com/samsa-io/samsa/internal/records"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+// groupTickInterval is how often the coordinator's timers run: the
+// precision of session and rebalance timeouts.
+const groupTickInterval = 100 * time.Millisecond
+
+// offsetsTopicSegmentBytes is __consumer_offsets' segment.bytes
+// (offsets.topic.segment.bytes).
+const offsetsTopicSegmentBytes = 100 << 20
+
+// offsetsStore is a __consumer_offsets partition led here.
+type offsetsStore struct {
+	lp *localPartition
+}
+
+// Append writes recs as leader and waits until they are committed.
+func (s offsetsStore) Append(ctx context.Context, recs []records.KV) error {
+	if err := s.lp.CheckMinISR(); err != nil {
+		return err
+	}
+	info, err := s.lp.AppendAsLeader(records.Build(recs, time.Now().UnixMilli()))
+	if err != nil {
+		if errors.Is(err, replica.ErrNotLeader) || errors.Is(err, replica.ErrClosed) {
+			return fmt.Errorf("%w: %v", group.ErrNotLeader, err)
+		}
+		return err
+	}
+	err = s.lp.WaitCommitted(ctx, info.LastOffset+1)
+	if errors.Is(err, replica.ErrNotLeader) || errors.Is(err, replica.ErrClosed) {
+		return fmt.Errorf("%w: %v", group.ErrNotLeader, err)
+	}
+	return err
+}
+
+// loadChunk is how much of the log Load reads at a time.
+const loadChunk = 1 << 20
+
+// Load replays the partition from its start to its current end.
+func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte) error) error {
+	l := s.lp.Log()
+	end := l.EndOffset()
+	for off := l.StartOffset(); off < end; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data, err := l.Read(off, end, loadChunk, true)
+		if err != nil {
+			return err
+		}
+		if len(data) == 0 {
+			return fmt.Errorf("broker: read %s at %d returned nothing before %d", group.OffsetsTopic, off, end)
+		}
+		for len(data) >= klog.BatchHeaderSize {
+			h, err := klog.ParseBatchHeader(data)
+			if err != nil {
+				return err
+			}
+			batch := data[:h.Size()]
+			data = data[h.Size():]
+			next := h.BaseOffset + int64(h.LastOffsetDelta) + 1
+			if next <= off {
+				continue
+			}
+			off = next
+			if h.IsControl() {
+				continue
+			}
+			var ferr error
+			err = records.ForEachRecord(batch, &h, 0, func(r records.Record) bool {
+				ferr = fn(r.Key, r.Value)
+				return ferr == nil
+			})
+			if err == nil {
+				err = ferr
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// groupRoleChanged tells the coordinator about this broker's role for a
+// __consumer_offsets partition.
+func (b *Broker) groupRoleChanged(s *coord.Snapshot, tp topicPartition, lp *localPartition, leader bool, epoch int32) {
+	if tp.topic != group.OffsetsTopic {
+		return
+	}
+	if !leader {
+		b.groups.Resigned(tp.partition, epoch)
+		return
+	}
+	n := b.cfg.Groups.Partitions
+	if vt, ok := s.Topics[group.OffsetsTopic]; ok {
+		n = int32(len(vt.Topic.Partitions))
+	}
+	b.groups.Elected(tp.partition, epoch, n, offsetsStore{lp})
+}
+
+// runGroupTicks drives the coordinator's timers until ctx is done.
+func (b *Broker) runGroupTicks(ctx context.Context) {
+	t := time.NewTicker(groupTickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			b.groups.Tick()
+		}
+	}
+}
+
+// ensureOffsetsTopic creates __consumer_offsets if it does not exist:
+// offsets.topic.num.partitions partitions, min(offsets.topic.replication.
+// factor, live brokers) replicas, compacted. It returns the topic's
+// partition count.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) (int32, error) {
+	if vt, ok := b.cache.Snapshot().Topics[group.OffsetsTopic]; ok {
+		return int32(len(vt.Topic.Partitions)), nil
+	}
+	rf := min(b.cfg.OffsetsTopicReplicationFactor, int16(len(placementBrokers(b.cache.Snapshot()))))
+	if rf < 1 {
+		return 0, errors.New("broker: no live broker to place " + group.OffsetsTopic)
+	}
+	err := b.createTopic(ctx, group.OffsetsTopic, b.cfg.Groups.Partitions, rf, nil, map[string]string{
+		"cleanup.policy": "compact",
+		"segment.bytes":  fmt.Sprint(offsetsTopicSegmentBytes),
+	})
+	if err != nil && !errors.Is(err, coord.ErrTopicExists) {
+		return 0, err
+	}
+	vt, ok := b.cache.Snapshot().Topics[group.OffsetsTopic]
+	if !ok {
+		return 0, errors.New("broker: " + group.OffsetsTopic + " not in metadata after creation")
+	}
+	return int32(len(vt.Topic.Partitions)), nil
+}

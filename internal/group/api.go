@@ -1,0 +1,773 @@
+package group
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/records"
+)
+
+// Join handles a JoinGroup request; it waits for the rebalance it joins to
+// complete. clientID and clientHost identify the connection.
+func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clientID, clientHost string) *kmsg.JoinGroupResponse {
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	resp.Generation, resp.MemberID = -1, req.MemberID
+	fail := func(code int16) *kmsg.JoinGroupResponse { resp.ErrorCode = code; return resp }
+	instance := ""
+	if req.InstanceID != nil {
+		instance = *req.InstanceID
+	}
+	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
+	rebalance := session
+	if req.Version >= 1 {
+		rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	}
+	if session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout {
+		return fail(kerr.InvalidSessionTimeout.Code)
+	}
+	if req.ProtocolType == "" || len(req.Protocols) == 0 {
+		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
+	protocols := make([]protocol, len(req.Protocols))
+	for i, p := range req.Protocols {
+		protocols[i] = protocol{p.Name, p.Metadata}
+	}
+
+	c.mu.Lock()
+	sh, code := c.lookupLocked(req.Group)
+	if code != 0 {
+		c.mu.Unlock()
+		return fail(code)
+	}
+	now := c.cfg.Now()
+	g := sh.groups[req.Group]
+	if g == nil {
+		g = newGroup(req.Group, now)
+		sh.groups[req.Group] = g
+	}
+	id := req.MemberID
+	var m *member
+	switch {
+	case id == "" && instance != "":
+		// A static member (re)joining: it takes over its instance's place.
+		id = newMemberID(instance)
+		if old, ok := g.static[instance]; ok {
+			om := g.members[old]
+			if om != nil && g.state == stateStable && req.ProtocolType == g.protocolType && sameProtocols(om.protocols, protocols) && old != g.leader {
+				// Same subscription, not the leader: no rebalance. The
+				// returning member gets the current generation and, in
+				// its SyncGroup, its old assignment.
+				om.answerJoin(joinResult{code: kerr.FencedInstanceID.Code, memberID: old, generation: -1})
+				om.answerSync(syncResult{code: kerr.FencedInstanceID.Code})
+				delete(g.members, old)
+				om.id, om.clientID, om.clientHost = id, clientID, clientHost
+				om.sessionTimeout, om.rebalanceTimeout = session, rebalance
+				om.deadline = now.Add(session)
+				g.members[id], g.static[instance] = om, id
+				resp.Generation, resp.Protocol, resp.ProtocolType = g.generation, kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
+				resp.LeaderID, resp.MemberID = g.leader, id
+				recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
+				c.mu.Unlock()
+				if code := c.write(ctx, sh, recs); code != 0 {
+					return fail(code)
+				}
+				return resp
+			}
+			if om != nil {
+				g.removeMember(old)
+			}
+		}
+	case id == "" && req.Version >= 4:
+		// KIP-394: hand out the id first; the member joins with it.
+		id = newMemberID(clientID)
+		g.pending[id] = now.Add(session)
+		c.mu.Unlock()
+		resp.MemberID = id
+		return fail(kerr.MemberIDRequired.Code)
+	case id == "":
+		id = newMemberID(clientID)
+	default:
+		if instance != "" && g.static[instance] != "" && g.static[instance] != id {
+			c.mu.Unlock()
+			return fail(kerr.FencedInstanceID.Code)
+		}
+		m = g.members[id]
+		if m == nil {
+			if _, ok := g.pending[id]; !ok {
+				c.mu.Unlock()
+				return fail(kerr.UnknownMemberID.Code)
+			}
+		}
+	}
+	if !g.supports(req.ProtocolType, protocols, id) {
+		c.mu.Unlock()
+		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
+	delete(g.pending, id)
+	changed := m == nil || !sameProtocols(m.protocols, protocols)
+	if m == nil {
+		m = &member{id: id, instanceID: instance, joined: now}
+		g.members[id] = m
+		if instance != "" {
+			g.static[instance] = id
+		}
+	}
+	m.clientID, m.clientHost = clientID, clientHost
+	m.sessionTimeout, m.rebalanceTimeout, m.protocols = session, rebalance, protocols
+	m.deadline = now.Add(session)
+	if len(g.members) == 1 {
+		g.protocolType = req.ProtocolType
+	}
+	if m.awaitingJoin != nil {
+		// A retried JoinGroup replaces the one still waiting.
+		m.answerJoin(joinResult{code: kerr.RebalanceInProgress.Code, memberID: id, generation: -1})
+	}
+	wait := make(chan joinResult, 1)
+	m.awaitingJoin = wait
+	var persist bool
+	switch g.state {
+	case stateEmpty:
+		g.prepareRebalance(now)
+		g.initialDelayUntil = now.Add(c.cfg.InitialRebalanceDelay)
+		g.rebalanceDeadline = now.Add(max(c.cfg.InitialRebalanceDelay, 0))
+		if c.cfg.InitialRebalanceDelay <= 0 && g.allJoined() {
+			persist = g.completeJoin(now)
+		}
+	case stateStable, stateCompletingRebalance:
+		if changed || id == g.leader || g.state == stateCompletingRebalance {
+			g.prepareRebalance(now)
+			if g.allJoined() {
+				persist = g.completeJoin(now)
+			}
+		} else {
+			// A known member rejoining with nothing new: it gets the
+			// current generation back without a rebalance.
+			r := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader, memberID: id}
+			m.answerJoin(r)
+		}
+	case statePreparingRebalance:
+		if g.initialDelayUntil.After(now) {
+			// More members are joining an empty group: wait a little
+			// longer, up to the rebalance timeout.
+			g.initialDelayUntil = minTime(now.Add(c.cfg.InitialRebalanceDelay), now.Add(rebalance))
+			g.rebalanceDeadline = maxTime(g.rebalanceDeadline, g.initialDelayUntil)
+		} else if g.allJoined() {
+			persist = g.completeJoin(now)
+		}
+	}
+	c.persistIfLocked(sh, g, persist)
+	c.mu.Unlock()
+
+	select {
+	case r := <-wait:
+		resp.ErrorCode, resp.Generation, resp.MemberID = r.code, r.generation, r.memberID
+		if r.code == 0 {
+			resp.Protocol, resp.ProtocolType = kmsg.StringPtr(r.protocol), kmsg.StringPtr(req.ProtocolType)
+			resp.LeaderID, resp.Members = r.leader, r.members
+		}
+		return resp
+	case <-ctx.Done():
+		return fail(kerr.RebalanceInProgress.Code)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// persistIfLocked writes g's metadata in the background if persist.
+func (c *Coordinator) persistIfLocked(sh *shard, g *group, persist bool) {
+	if persist {
+		c.persistAsync(sh, []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}})
+	}
+}
+
+// memberLocked finds a group member for a request, checking its
+// instance id, and the request's generation if gen >= 0.
+func memberLocked(g *group, memberID string, instance *string, gen int32) (*member, int16) {
+	if g == nil {
+		return nil, kerr.UnknownMemberID.Code
+	}
+	if instance != nil && *instance != "" {
+		if held, ok := g.static[*instance]; ok && held != memberID {
+			return nil, kerr.FencedInstanceID.Code
+		}
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return nil, kerr.UnknownMemberID.Code
+	}
+	if gen >= 0 && gen != g.generation {
+		return m, kerr.IllegalGeneration.Code
+	}
+	return m, 0
+}
+
+// Sync handles a SyncGroup request; a follower's waits for the leader's.
+func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	fail := func(code int16) *kmsg.SyncGroupResponse { resp.ErrorCode = code; return resp }
+	c.mu.Lock()
+	sh, code := c.lookupLocked(req.Group)
+	if code != 0 {
+		c.mu.Unlock()
+		return fail(code)
+	}
+	g := sh.groups[req.Group]
+	m, code := memberLocked(g, req.MemberID, req.InstanceID, req.Generation)
+	if code == 0 && (req.ProtocolType != nil && *req.ProtocolType != g.protocolType || req.Protocol != nil && *req.Protocol != g.protocol) {
+		code = kerr.InconsistentGroupProtocol.Code
+	}
+	if code != 0 {
+		c.mu.Unlock()
+		return fail(code)
+	}
+	now := c.cfg.Now()
+	m.deadline = now.Add(m.sessionTimeout)
+	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
+	switch g.state {
+	case statePreparingRebalance, stateEmpty:
+		c.mu.Unlock()
+		return fail(kerr.RebalanceInProgress.Code)
+	case stateStable:
+		resp.MemberAssignment = m.assignment
+		c.mu.Unlock()
+		return resp
+	}
+	// CompletingRebalance.
+	wait := make(chan syncResult, 1)
+	m.answerSync(syncResult{code: kerr.RebalanceInProgress.Code})
+	m.awaitingSync = wait
+	if m.id == g.leader && !g.persisting {
+		assignments := map[string][]byte{}
+		for _, a := range req.GroupAssignment {
+			assignments[a.MemberID] = a.MemberAssignment
+		}
+		gen := g.generation
+		for id, gm := range g.members {
+			gm.assignment = assignments[id]
+		}
+		g.persisting = true
+		recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
+		c.mu.Unlock()
+		code := c.write(ctx, sh, recs)
+		c.mu.Lock()
+		g.persisting = false
+		if c.currentLocked(sh) && sh.groups[g.id] == g && g.generation == gen && g.state == stateCompletingRebalance {
+			if code == 0 {
+				g.setState(stateStable, c.cfg.Now())
+				for _, gm := range g.members {
+					gm.answerSync(syncResult{assignment: gm.assignment})
+				}
+			} else {
+				for _, gm := range g.members {
+					gm.answerSync(syncResult{code: code})
+				}
+				g.prepareRebalance(c.cfg.Now())
+			}
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case r := <-wait:
+		resp.ErrorCode, resp.MemberAssignment = r.code, r.assignment
+		return resp
+	case <-ctx.Done():
+		return fail(kerr.RebalanceInProgress.Code)
+	}
+}
+
+// Heartbeat handles a Heartbeat request.
+func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sh, code := c.lookupLocked(req.Group)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	g := sh.groups[req.Group]
+	m, code := memberLocked(g, req.MemberID, req.InstanceID, req.Generation)
+	if m != nil {
+		m.deadline = c.cfg.Now().Add(m.sessionTimeout)
+	}
+	if code == 0 && g.state == statePreparingRebalance {
+		code = kerr.RebalanceInProgress.Code
+	}
+	resp.ErrorCode = code
+	return resp
+}
+
+// Leave handles a LeaveGroup request (one member before v3, a batch of
+// members identified by member or instance id from v3).
+func (c *Coordinator) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sh, code := c.lookupLocked(req.Group)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	g := sh.groups[req.Group]
+	leaving := req.Members
+	if req.Version < 3 {
+		lm := kmsg.NewLeaveGroupRequestMember()
+		lm.MemberID = req.MemberID
+		leaving = []kmsg.LeaveGroupRequestMember{lm}
+	}
+	left := false
+	for _, lm := range leaving {
+		id := lm.MemberID
+		if lm.InstanceID != nil && id == "" && g != nil {
+			id = g.static[*lm.InstanceID]
+		}
+		_, mcode := memberLocked(g, id, lm.InstanceID, -1)
+		if mcode == 0 {
+			g.removeMember(id)
+			left = true
+		}
+		if req.Version < 3 {
+			resp.ErrorCode = mcode
+			continue
+		}
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = lm.MemberID, lm.InstanceID, mcode
+		resp.Members = append(resp.Members, rm)
+	}
+	if left {
+		c.persistIfLocked(sh, g, g.memberLeft(c.cfg.Now()))
+	}
+	return resp
+}
+
+// CommitOffsets handles an OffsetCommit request.
+func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	setAll := func(code int16, perPartition func(p kmsg.OffsetCommitRequestTopicPartition) int16) {
+		resp.Topics = resp.Topics[:0]
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				if code == 0 && perPartition != nil {
+					rp.ErrorCode = perPartition(p)
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	c.mu.Lock()
+	sh, code := c.lookupLocked(req.Group)
+	if code != 0 {
+		c.mu.Unlock()
+		setAll(code, nil)
+		return resp
+	}
+	now := c.cfg.Now()
+	g := sh.groups[req.Group]
+	switch {
+	case req.Generation < 0 && req.MemberID == "" && (g == nil || g.state == stateEmpty):
+		// A simple commit: the group uses no group management (or is
+		// empty), as Kafka allows for assign()-ing consumers and tools.
+	default:
+		m, mcode := memberLocked(g, req.MemberID, req.InstanceID, req.Generation)
+		if mcode == 0 && g.state == stateCompletingRebalance {
+			mcode = kerr.RebalanceInProgress.Code
+		}
+		if mcode != 0 {
+			c.mu.Unlock()
+			setAll(mcode, nil)
+			return resp
+		}
+		m.deadline = now.Add(m.sessionTimeout)
+	}
+	if g == nil {
+		g = newGroup(req.Group, now)
+		sh.groups[req.Group] = g
+	}
+	ts := now.UnixMilli()
+	commits := map[topicPartition]Offset{}
+	var recs []records.KV
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			meta := ""
+			if p.Metadata != nil {
+				meta = *p.Metadata
+			}
+			if len(meta) > c.cfg.MaxMetadataBytes {
+				continue
+			}
+			o := Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: meta, CommitTimestamp: ts}
+			if req.Version < 6 {
+				o.LeaderEpoch = -1
+			}
+			tp := topicPartition{t.Topic, p.Partition}
+			commits[tp] = o
+			recs = append(recs, records.KV{Key: offsetKey(g.id, t.Topic, p.Partition), Value: offsetValue(o)})
+		}
+	}
+	c.mu.Unlock()
+	wcode := int16(0)
+	if len(recs) > 0 {
+		wcode = c.write(ctx, sh, recs)
+	}
+	c.mu.Lock()
+	if wcode == 0 && c.currentLocked(sh) {
+		if sh.groups[g.id] != g { // deleted meanwhile: the commit revives it
+			sh.groups[g.id] = g
+		}
+		for tp, o := range commits {
+			g.offsets[tp] = o
+		}
+	}
+	c.mu.Unlock()
+	setAll(wcode, func(p kmsg.OffsetCommitRequestTopicPartition) int16 {
+		if p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes {
+			return kerr.OffsetMetadataTooLarge.Code
+		}
+		return 0
+	})
+	return resp
+}
+
+// FetchOffsets handles an OffsetFetch request (one group; versions up to
+// 7). Topics nil asks for every partition the group committed.
+func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sh, code := c.lookupLocked(req.Group)
+	if code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	g := sh.groups[req.Group]
+	partition := func(topic string, p int32) kmsg.OffsetFetchResponseTopicPartition {
+		rp := kmsg.NewOffsetFetchResponseTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+		if g != nil {
+			if o, ok := g.offsets[topicPartition{topic, p}]; ok {
+				rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
+			}
+		}
+		return rp
+	}
+	if req.Topics == nil {
+		byTopic := map[string][]int32{}
+		if g != nil {
+			for tp := range g.offsets {
+				byTopic[tp.topic] = append(byTopic[tp.topic], tp.partition)
+			}
+		}
+		for _, topic := range sortedKeys(byTopic) {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = topic
+			ps := byTopic[topic]
+			slices.Sort(ps)
+			for _, p := range ps {
+				rt.Partitions = append(rt.Partitions, partition(topic, p))
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, partition(t.Topic, p))
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Describe handles DescribeGroups for the groups coordinated here.
+func (c *Coordinator) Describe(groups []string) []kmsg.DescribeGroupsResponseGroup {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []kmsg.DescribeGroupsResponseGroup
+	for _, id := range groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		sh, code := c.lookupLocked(id)
+		rg.ErrorCode = code
+		if code == 0 {
+			g := sh.groups[id]
+			if g == nil {
+				rg.State = "Dead"
+			} else {
+				rg.State, rg.ProtocolType, rg.Protocol = g.state.String(), g.protocolType, g.protocol
+				for _, mid := range g.memberOrder() {
+					m := g.members[mid]
+					rm := kmsg.NewDescribeGroupsResponseGroupMember()
+					rm.MemberID, rm.ClientID, rm.ClientHost = m.id, m.clientID, m.clientHost
+					if m.instanceID != "" {
+						rm.InstanceID = kmsg.StringPtr(m.instanceID)
+					}
+					if g.state == stateStable || g.state == stateCompletingRebalance {
+						rm.ProtocolMetadata = m.metadataFor(g.protocol)
+					}
+					if g.state == stateStable {
+						rm.MemberAssignment = m.assignment
+					}
+					rg.Members = append(rg.Members, rm)
+				}
+			}
+		}
+		out = append(out, rg)
+	}
+	return out
+}
+
+// List handles ListGroups: the groups coordinated here, filtered by state
+// names if any are given (v4). It reports COORDINATOR_LOAD_IN_PROGRESS
+// while a partition is loading.
+func (c *Coordinator) List(states []string) ([]kmsg.ListGroupsResponseGroup, int16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []kmsg.ListGroupsResponseGroup
+	code := int16(0)
+	for _, sh := range c.shards {
+		if sh.loading {
+			code = kerr.CoordinatorLoadInProgress.Code
+			continue
+		}
+		for _, id := range sortedKeys(sh.groups) {
+			g := sh.groups[id]
+			if len(states) > 0 && !slices.ContainsFunc(states, func(s string) bool { return equalFold(s, g.state.String()) }) {
+				continue
+			}
+			lg := kmsg.NewListGroupsResponseGroup()
+			lg.Group, lg.ProtocolType, lg.GroupState = id, g.protocolType, g.state.String()
+			out = append(out, lg)
+		}
+	}
+	return out, code
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range len(a) {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// Delete handles DeleteGroups: empty groups lose their offsets and
+// metadata (tombstones); a group with members is NON_EMPTY_GROUP.
+func (c *Coordinator) Delete(ctx context.Context, groups []string) []kmsg.DeleteGroupsResponseGroup {
+	var out []kmsg.DeleteGroupsResponseGroup
+	for _, id := range groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		c.mu.Lock()
+		sh, code := c.lookupLocked(id)
+		var g *group
+		if code == 0 {
+			g = sh.groups[id]
+			switch {
+			case g == nil:
+				code = kerr.GroupIDNotFound.Code
+			case len(g.members) > 0 || g.state != stateEmpty:
+				code = kerr.NonEmptyGroup.Code
+			}
+		}
+		if code != 0 {
+			c.mu.Unlock()
+			rg.ErrorCode = code
+			out = append(out, rg)
+			continue
+		}
+		recs := []records.KV{{Key: groupKey(id)}}
+		for tp := range g.offsets {
+			recs = append(recs, records.KV{Key: offsetKey(id, tp.topic, tp.partition)})
+		}
+		c.mu.Unlock()
+		rg.ErrorCode = c.write(ctx, sh, recs)
+		if rg.ErrorCode == 0 {
+			c.mu.Lock()
+			if c.currentLocked(sh) && sh.groups[id] == g && len(g.members) == 0 {
+				delete(sh.groups, id)
+			}
+			c.mu.Unlock()
+		}
+		out = append(out, rg)
+	}
+	return out
+}
+
+// DeleteOffsets handles OffsetDelete: the group's committed offsets of
+// the given partitions are removed, unless the group's members subscribe
+// to the topic (GROUP_SUBSCRIBED_TO_TOPIC).
+func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	c.mu.Lock()
+	sh, code := c.lookupLocked(req.Group)
+	var g *group
+	if code == 0 {
+		if g = sh.groups[req.Group]; g == nil {
+			code = kerr.GroupIDNotFound.Code
+		}
+	}
+	if code != 0 {
+		c.mu.Unlock()
+		resp.ErrorCode = code
+		return resp
+	}
+	subscribed, known := g.subscribedTopics()
+	if !known {
+		c.mu.Unlock()
+		resp.ErrorCode = kerr.NonEmptyGroup.Code
+		return resp
+	}
+	var recs []records.KV
+	var gone []topicPartition
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			if subscribed[t.Topic] {
+				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
+			} else if _, ok := g.offsets[topicPartition{t.Topic, p.Partition}]; ok {
+				recs = append(recs, records.KV{Key: offsetKey(g.id, t.Topic, p.Partition)})
+				gone = append(gone, topicPartition{t.Topic, p.Partition})
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	c.mu.Unlock()
+	if len(recs) == 0 {
+		return resp
+	}
+	if code := c.write(ctx, sh, recs); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	c.mu.Lock()
+	if c.currentLocked(sh) {
+		for _, tp := range gone {
+			delete(g.offsets, tp)
+		}
+	}
+	c.mu.Unlock()
+	return resp
+}
+
+// Tick runs the coordinator's timers as of now: expired pending member
+// ids and sessions, rebalance deadlines, and the expiry of empty groups'
+// offsets (offsets.retention.minutes), whose tombstones it writes.
+func (c *Coordinator) Tick() {
+	c.mu.Lock()
+	now := c.cfg.Now()
+	type expiry struct {
+		sh   *shard
+		g    *group
+		recs []records.KV
+		tps  []topicPartition
+	}
+	var expired []expiry
+	for _, sh := range c.shards {
+		if sh.loading {
+			continue
+		}
+		for _, g := range sh.groups {
+			for id, until := range g.pending {
+				if now.After(until) {
+					delete(g.pending, id)
+				}
+			}
+			persist := false
+			switch g.state {
+			case statePreparingRebalance:
+				if !now.Before(g.rebalanceDeadline) || g.allJoined() && !now.Before(g.initialDelayUntil) {
+					persist = g.completeJoin(now)
+				}
+			case stateStable, stateCompletingRebalance:
+				left := false
+				for id, m := range g.members {
+					if now.After(m.deadline) {
+						g.removeMember(id)
+						left = true
+					}
+				}
+				if left {
+					persist = g.memberLeft(now)
+				}
+			case stateEmpty:
+				e := expiry{sh: sh, g: g}
+				for tp, o := range g.offsets {
+					if now.Sub(maxTime(time.UnixMilli(o.CommitTimestamp), g.stateSince)) > c.cfg.OffsetsRetention {
+						e.recs = append(e.recs, records.KV{Key: offsetKey(g.id, tp.topic, tp.partition)})
+						e.tps = append(e.tps, tp)
+					}
+				}
+				if len(e.tps) == len(g.offsets) && now.Sub(g.stateSince) > c.cfg.OffsetsRetention {
+					e.recs = append(e.recs, records.KV{Key: groupKey(g.id)})
+				}
+				if len(e.recs) > 0 {
+					expired = append(expired, e)
+				}
+			}
+			c.persistIfLocked(sh, g, persist)
+		}
+	}
+	c.mu.Unlock()
+	for _, e := range expired {
+		if code := c.write(context.Background(), e.sh, e.recs); code != 0 {
+			continue
+		}
+		c.mu.Lock()
+		if c.currentLocked(e.sh) && e.g.state == stateEmpty {
+			for _, tp := range e.tps {
+				delete(e.g.offsets, tp)
+			}
+			if len(e.g.offsets) == 0 && len(e.g.members) == 0 && e.sh.groups[e.g.id] == e.g {
+				delete(e.sh.groups, e.g.id)
+			}
+		}
+		c.mu.Unlock()
+	}
+}

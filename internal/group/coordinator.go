@@ -1,0 +1,337 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/records"
+)
+
+// OffsetsTopic is the internal topic that holds groups and offsets.
+const OffsetsTopic = "__consumer_offsets"
+
+// Store is one __consumer_offsets partition led here, as the coordinator
+// uses it. The broker implements it over its local leader replica.
+type Store interface {
+	// Append writes recs in one batch and returns once they are committed
+	// (acks=all), or with an error (the coordinator answers
+	// NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE).
+	Append(ctx context.Context, recs []records.KV) error
+	// Load calls fn with every record of the partition, in offset order,
+	// from its start to its end as of the call.
+	Load(ctx context.Context, fn func(key, value []byte) error) error
+}
+
+// ErrNotLeader is what a Store returns when the partition is no longer led
+// here.
+var ErrNotLeader = errors.New("group: offsets partition not led here")
+
+// Config is the coordinator's configuration (Kafka's group.* and
+// offsets.* broker settings).
+type Config struct {
+	// Partitions is offsets.topic.num.partitions.
+	Partitions int32
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session
+	// timeout (group.min/max.session.timeout.ms).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms.
+	InitialRebalanceDelay time.Duration
+	// OffsetsRetention is offsets.retention.minutes: how long an empty
+	// group's offsets outlive it.
+	OffsetsRetention time.Duration
+	// MaxMetadataBytes is offset.metadata.max.bytes.
+	MaxMetadataBytes int
+	// CommitTimeout is offsets.commit.timeout.ms: how long a write may
+	// wait to be committed.
+	CommitTimeout time.Duration
+	// Now is the clock; time.Now if nil.
+	Now func() time.Time
+	// Logger receives load and write failures; slog.Default if nil.
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Partitions:            50,
+		MinSessionTimeout:     6 * time.Second,
+		MaxSessionTimeout:     30 * time.Minute,
+		InitialRebalanceDelay: 3 * time.Second,
+		OffsetsRetention:      7 * 24 * time.Hour,
+		MaxMetadataBytes:      4096,
+		CommitTimeout:         5 * time.Second,
+	}
+}
+
+// shard is one __consumer_offsets partition led here.
+type shard struct {
+	partition int32
+	epoch     int32
+	store     Store
+	loading   bool
+	groups    map[string]*group
+	cancel    context.CancelFunc
+}
+
+// Coordinator coordinates the groups of the __consumer_offsets partitions
+// led by this broker. All its methods are safe for concurrent use; the
+// blocking ones (Join, Sync and the writes) return when ctx is done.
+type Coordinator struct {
+	cfg    Config
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	shards map[int32]*shard
+	// partitions is the partition count of __consumer_offsets (Elected
+	// learns the real one; cfg.Partitions until then).
+	partitions int32
+}
+
+// New returns a coordinator that leads nothing yet.
+func New(cfg Config) *Coordinator {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Coordinator{cfg: cfg, logger: cfg.Logger, shards: map[int32]*shard{}, partitions: cfg.Partitions}
+}
+
+// PartitionFor is the __consumer_offsets partition of a group among n:
+// Kafka's abs(groupId.hashCode()) % n, with Java's String.hashCode.
+func PartitionFor(groupID string, n int32) int32 {
+	var h int32
+	for _, r := range groupID {
+		if r >= 0x10000 { // a surrogate pair in Java's UTF-16
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	if h == -1<<31 {
+		return 0 // Kafka's Utils.abs maps MIN_VALUE to 0
+	}
+	if h < 0 {
+		h = -h
+	}
+	return h % n
+}
+
+// Elected makes this broker the coordinator of partition's groups in
+// leader epoch epoch (of partitions in all): it replays the partition
+// (store.Load) in the background and serves its groups once that is done.
+func (c *Coordinator) Elected(partition, epoch, partitions int32, store Store) {
+	c.mu.Lock()
+	c.partitions = partitions
+	if sh, ok := c.shards[partition]; ok {
+		if sh.epoch >= epoch {
+			c.mu.Unlock()
+			return
+		}
+		c.dropLocked(sh)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	sh := &shard{partition: partition, epoch: epoch, store: store, loading: true, groups: map[string]*group{}, cancel: cancel}
+	c.shards[partition] = sh
+	c.mu.Unlock()
+	go c.load(ctx, sh)
+}
+
+// Resigned ends this broker's coordination of partition's groups (it no
+// longer leads the partition as of epoch).
+func (c *Coordinator) Resigned(partition, epoch int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sh, ok := c.shards[partition]; ok && sh.epoch <= epoch {
+		c.dropLocked(sh)
+	}
+}
+
+// Close resigns everything.
+func (c *Coordinator) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, sh := range c.shards {
+		c.dropLocked(sh)
+	}
+}
+
+// dropLocked forgets a shard; its waiting requests get NOT_COORDINATOR.
+func (c *Coordinator) dropLocked(sh *shard) {
+	sh.cancel()
+	for _, g := range sh.groups {
+		for _, m := range g.members {
+			m.answerJoin(joinResult{code: kerr.NotCoordinator.Code, memberID: m.id, generation: -1})
+			m.answerSync(syncResult{code: kerr.NotCoordinator.Code})
+		}
+	}
+	delete(c.shards, sh.partition)
+}
+
+// load replays a shard's partition and then serves it.
+func (c *Coordinator) load(ctx context.Context, sh *shard) {
+	start := c.cfg.Now()
+	groups := map[string]*group{}
+	get := func(id string) *group {
+		g, ok := groups[id]
+		if !ok {
+			g = newGroup(id, start)
+			groups[id] = g
+		}
+		return g
+	}
+	n := 0
+	err := sh.store.Load(ctx, func(key, value []byte) error {
+		n++
+		d, err := decodeRecord(key, value)
+		if err != nil {
+			c.logger.Warn("skipping a record of "+OffsetsTopic, "partition", sh.partition, "err", err)
+			return nil
+		}
+		if d.isOffset {
+			tp := topicPartition{d.topic, d.partition}
+			if d.offset == nil {
+				if g, ok := groups[d.group]; ok {
+					delete(g.offsets, tp)
+				}
+				return nil
+			}
+			get(d.group).offsets[tp] = *d.offset
+			return nil
+		}
+		if d.meta == nil {
+			if g, ok := groups[d.group]; ok {
+				g.members, g.static = map[string]*member{}, map[string]string{}
+				g.generation, g.protocolType, g.protocol, g.leader = 0, "", "", ""
+				if len(g.offsets) == 0 {
+					delete(groups, d.group)
+				}
+			}
+			return nil
+		}
+		restoreGroup(get(d.group), d.meta, start)
+		return nil
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shards[sh.partition] != sh {
+		return // resigned meanwhile
+	}
+	if err != nil {
+		c.logger.Error("loading groups failed", "partition", sh.partition, "err", err)
+		c.dropLocked(sh)
+		return
+	}
+	now := c.cfg.Now()
+	for _, g := range groups {
+		if len(g.members) > 0 {
+			g.setState(stateStable, now)
+			for _, m := range g.members {
+				m.deadline = now.Add(m.sessionTimeout)
+			}
+		}
+	}
+	sh.groups, sh.loading = groups, false
+	c.logger.Info("loaded groups", "partition", sh.partition, "epoch", sh.epoch, "records", n, "groups", len(groups),
+		"took", time.Since(start).Round(time.Millisecond))
+}
+
+// restoreGroup sets g's membership from its stored metadata; members
+// keep their join order.
+func restoreGroup(g *group, v *kmsg.GroupMetadataValue, now time.Time) {
+	g.protocolType, g.generation = v.ProtocolType, v.Generation
+	g.protocol, g.leader = "", ""
+	if v.Protocol != nil {
+		g.protocol = *v.Protocol
+	}
+	if v.Leader != nil {
+		g.leader = *v.Leader
+	}
+	g.members, g.static = map[string]*member{}, map[string]string{}
+	for i, vm := range v.Members {
+		m := &member{
+			id: vm.MemberID, clientID: vm.ClientID, clientHost: vm.ClientHost,
+			sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+			rebalanceTimeout: time.Duration(max(vm.RebalanceTimeoutMillis, vm.SessionTimeoutMillis)) * time.Millisecond,
+			assignment:       vm.Assignment,
+			joined:           now.Add(time.Duration(i)),
+		}
+		if g.protocol != "" {
+			m.protocols = []protocol{{g.protocol, vm.Subscription}}
+		}
+		if vm.InstanceID != nil {
+			m.instanceID = *vm.InstanceID
+			g.static[m.instanceID] = m.id
+		}
+		g.members[m.id] = m
+	}
+	g.setState(stateEmpty, now)
+}
+
+// newMemberID returns a fresh member id: the client id (or instance id)
+// and a random suffix, as Kafka forms them.
+func newMemberID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// lookupLocked finds the shard of a group: NOT_COORDINATOR if its
+// partition is not led here, COORDINATOR_LOAD_IN_PROGRESS while loading.
+func (c *Coordinator) lookupLocked(groupID string) (*shard, int16) {
+	if groupID == "" {
+		return nil, kerr.InvalidGroupID.Code
+	}
+	sh, ok := c.shards[PartitionFor(groupID, c.partitions)]
+	if !ok {
+		return nil, kerr.NotCoordinator.Code
+	}
+	if sh.loading {
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	}
+	return sh, 0
+}
+
+// write appends recs to sh's partition without holding the lock, and
+// maps failure to the error code Kafka's coordinator answers.
+func (c *Coordinator) write(ctx context.Context, sh *shard, recs []records.KV) int16 {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+	defer cancel()
+	err := sh.store.Append(ctx, recs)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrNotLeader):
+		return kerr.NotCoordinator.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return kerr.RequestTimedOut.Code
+	default:
+		c.logger.Warn("writing to "+OffsetsTopic+" failed", "partition", sh.partition, "err", err)
+		return kerr.CoordinatorNotAvailable.Code
+	}
+}
+
+// current reports whether sh still coordinates its partition (after the
+// lock was released for a write).
+func (c *Coordinator) currentLocked(sh *shard) bool { return c.shards[sh.partition] == sh }
+
+// persistAsync writes a group's metadata in the background (after a
+// rebalance emptied it); a failure only costs the stored generation.
+func (c *Coordinator) persistAsync(sh *shard, recs []records.KV) {
+	go func() {
+		if code := c.write(context.Background(), sh, recs); code != 0 {
+			c.logger.Warn("persisting group metadata failed", "partition", sh.partition, "code", code)
+		}
+	}()
+}

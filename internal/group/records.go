@@ -1,0 +1,128 @@
+package group
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Record key versions: Kafka's OffsetCommitKey is version 0 or 1 (the same
+// layout), GroupMetadataKey version 2.
+const (
+	offsetKeyVersion   = 1
+	groupKeyVersion    = 2
+	offsetValueVersion = 3 // with the leader epoch
+	groupValueVersion  = 3 // with group instance ids
+)
+
+// Offset is a committed offset.
+type Offset struct {
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+	// CommitTimestamp is when it was committed (milliseconds).
+	CommitTimestamp int64
+}
+
+func offsetKey(group, topic string, partition int32) []byte {
+	k := kmsg.OffsetCommitKey{Version: offsetKeyVersion, Group: group, Topic: topic, Partition: partition}
+	return k.AppendTo(nil)
+}
+
+func offsetValue(o Offset) []byte {
+	v := kmsg.NewOffsetCommitValue()
+	v.Version = offsetValueVersion
+	v.Offset, v.LeaderEpoch, v.Metadata, v.CommitTimestamp = o.Offset, o.LeaderEpoch, o.Metadata, o.CommitTimestamp
+	return v.AppendTo(nil)
+}
+
+func groupKey(group string) []byte {
+	k := kmsg.GroupMetadataKey{Version: groupKeyVersion, Group: group}
+	return k.AppendTo(nil)
+}
+
+// groupValue encodes g's membership as of its last completed rebalance.
+func groupValue(g *group) []byte {
+	v := kmsg.NewGroupMetadataValue()
+	v.Version = groupValueVersion
+	v.ProtocolType, v.Generation = g.protocolType, g.generation
+	if g.protocol != "" {
+		v.Protocol = kmsg.StringPtr(g.protocol)
+	}
+	if g.leader != "" {
+		v.Leader = kmsg.StringPtr(g.leader)
+	}
+	v.CurrentStateTimestamp = g.stateSince.UnixMilli()
+	for _, id := range g.memberOrder() {
+		m := g.members[id]
+		vm := kmsg.NewGroupMetadataValueMember()
+		vm.MemberID, vm.ClientID, vm.ClientHost = m.id, m.clientID, m.clientHost
+		if m.instanceID != "" {
+			vm.InstanceID = kmsg.StringPtr(m.instanceID)
+		}
+		vm.RebalanceTimeoutMillis = int32(m.rebalanceTimeout.Milliseconds())
+		vm.SessionTimeoutMillis = int32(m.sessionTimeout.Milliseconds())
+		vm.Subscription = m.metadataFor(g.protocol)
+		vm.Assignment = m.assignment
+		v.Members = append(v.Members, vm)
+	}
+	return v.AppendTo(nil)
+}
+
+// errBadRecord is a record of __consumer_offsets that cannot be decoded.
+var errBadRecord = errors.New("group: undecodable __consumer_offsets record")
+
+// decoded is one record of __consumer_offsets taken apart: an offset
+// (topic set) or a group's metadata; value nil for a tombstone.
+type decoded struct {
+	group     string
+	topic     string
+	partition int32
+	isOffset  bool
+	offset    *Offset
+	meta      *kmsg.GroupMetadataValue
+}
+
+func decodeRecord(key, value []byte) (decoded, error) {
+	if len(key) < 2 {
+		return decoded{}, fmt.Errorf("%w: key of %d bytes", errBadRecord, len(key))
+	}
+	switch v := int16(binary.BigEndian.Uint16(key)); v {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if err := k.ReadFrom(key); err != nil {
+			return decoded{}, fmt.Errorf("%w: offset key: %v", errBadRecord, err)
+		}
+		d := decoded{group: k.Group, topic: k.Topic, partition: k.Partition, isOffset: true}
+		if value != nil {
+			var ov kmsg.OffsetCommitValue
+			if err := ov.ReadFrom(value); err != nil {
+				return decoded{}, fmt.Errorf("%w: offset value: %v", errBadRecord, err)
+			}
+			le := int32(-1)
+			if ov.Version >= 3 {
+				le = ov.LeaderEpoch
+			}
+			d.offset = &Offset{Offset: ov.Offset, LeaderEpoch: le, Metadata: ov.Metadata, CommitTimestamp: ov.CommitTimestamp}
+		}
+		return d, nil
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if err := k.ReadFrom(key); err != nil {
+			return decoded{}, fmt.Errorf("%w: group key: %v", errBadRecord, err)
+		}
+		d := decoded{group: k.Group}
+		if value != nil {
+			gv := new(kmsg.GroupMetadataValue)
+			if err := gv.ReadFrom(value); err != nil {
+				return decoded{}, fmt.Errorf("%w: group value: %v", errBadRecord, err)
+			}
+			d.meta = gv
+		}
+		return d, nil
+	default:
+		return decoded{}, fmt.Errorf("%w: key version %d", errBadRecord, v)
+	}
+}
