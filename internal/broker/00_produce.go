@@ -139,6 +139,7 @@ func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16) 
 		MaxSegmentBytes:        int32(min(st.segmentBytes, 1<<31-1)),
 		MaxTimestampDiffBefore: st.timestampBeforeMs,
 		MaxTimestampDiffAfter:  st.timestampAfterMs,
+		Compacted:              st.compact,
 	})
 	if err != nil {
 		return klog.AppendInfo{}, err

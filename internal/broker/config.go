@@ -101,6 +101,9 @@ type Config struct {
 
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
+	// CleanerBackoff is log.cleaner.backoff.ms: the least time between two
+	// compactions of a compacted topic's partition.
+	CleanerBackoff time.Duration
 	// ProducerIDExpiration is producer.id.expiration.ms.
 	ProducerIDExpiration time.Duration
 
@@ -126,6 +129,7 @@ func DefaultConfig() Config {
 		ConnectionsMaxIdle:              10 * time.Minute,
 		TopicDefaults:                   map[string]string{},
 		RetentionCheckInterval:          5 * time.Minute,
+		CleanerBackoff:                  15 * time.Second,
 		ReplicaLagTimeMax:               30 * time.Second,
 		ReplicaFetchMaxBytes:            1048576,
 		ReplicaFetchWaitMax:             500 * time.Millisecond,
@@ -267,6 +271,12 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want a percentage from 0 to 100"))
 		}
 		c.LeaderImbalancePercent = int(n)
+	case "log.cleaner.backoff.ms":
+		d, err := parseMs()
+		if err != nil {
+			return bad(err)
+		}
+		c.CleanerBackoff = d
 	case "offsets.topic.num.partitions":
 		n, err := parseInt(32)
 		if err != nil || n < 1 {

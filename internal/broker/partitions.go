@@ -34,6 +34,10 @@ type localPartition struct {
 	// settings are the topic's effective configs; replaced by the
 	// partition manager when the topic's configs change.
 	settings atomic.Pointer[topicSettings]
+	// compactedSegments and compactedAt record the last compaction (a
+	// compacted topic's); only the housekeeping goroutine uses them.
+	compactedSegments int
+	compactedAt       time.Time
 }
 
 // partitionManager owns the replicas hosted on this broker. Its run
@@ -384,6 +388,7 @@ func (m *partitionManager) runHousekeeping(ctx context.Context) {
 						m.b.logger.Error("flush failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
 					}
 				}
+				m.maybeCompact(lp, now)
 				if retention {
 					if n, err := lp.Log().EnforceRetention(); err != nil && !errors.Is(err, klog.ErrClosed) {
 						m.b.logger.Error("retention failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
@@ -393,6 +398,42 @@ func (m *partitionManager) runHousekeeping(ctx context.Context) {
 				}
 			}
 		}
+	}
+}
+
+// compactionRecheck is how often a partition whose closed segments did not
+// change is compacted anyway (tombstones age past delete.retention.ms; a
+// shorter delete.retention.ms rechecks sooner).
+const compactionRecheck = time.Hour
+
+// maybeCompact compacts a compacted topic's replica below its high
+// watermark when a segment has closed since its last compaction (or an
+// hour has passed), at most every log.cleaner.backoff.ms, like Kafka's log
+// cleaner. Each replica compacts its own
+// log: replicas agree on the latest value of every key below the high
+// watermark, not on bytes.
+func (m *partitionManager) maybeCompact(lp *localPartition, now time.Time) {
+	st := lp.settings.Load()
+	l := lp.Log()
+	if !st.compact || now.Sub(lp.compactedAt) < m.b.cfg.CleanerBackoff {
+		return
+	}
+	recheck := compactionRecheck
+	if st.deleteRetentionMs > 0 {
+		recheck = min(recheck, time.Duration(st.deleteRetentionMs)*time.Millisecond)
+	}
+	if n := l.NumSegments(); n < 2 || n == lp.compactedSegments && now.Sub(lp.compactedAt) < recheck {
+		return
+	}
+	stats, err := l.Compact(klog.CompactOptions{UpperBound: lp.HighWatermark(), DeleteRetentionMs: st.deleteRetentionMs})
+	lp.compactedSegments, lp.compactedAt = l.NumSegments(), now
+	switch {
+	case err != nil && !errors.Is(err, klog.ErrClosed):
+		m.b.logger.Error("compaction failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
+	case stats.SegmentsCleaned > 0:
+		m.b.logger.Info("compacted", "topic", lp.Topic, "partition", lp.Index, "segments", stats.SegmentsCleaned,
+			"bytes_before", stats.BytesBefore, "bytes_after", stats.BytesAfter,
+			"records_removed", stats.RecordsRemoved, "tombstones_removed", stats.TombstonesRemoved)
 	}
 }
 

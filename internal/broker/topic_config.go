@@ -148,6 +148,7 @@ type topicSettings struct {
 	uncleanLeaderElection               bool
 	// compact and deleteOld are cleanup.policy's two halves.
 	compact, deleteOld bool
+	deleteRetentionMs  int64
 }
 
 // resolveTopicSettings parses the effective configs. Values were validated
@@ -183,5 +184,6 @@ func resolveTopicSettings(overrides, brokerDefaults map[string]string) topicSett
 		uncleanLeaderElection: b,
 		compact:               strings.Contains(get("cleanup.policy"), "compact"),
 		deleteOld:             strings.Contains(get("cleanup.policy"), "delete"),
+		deleteRetentionMs:     i64("delete.retention.ms"),
 	}
 }
