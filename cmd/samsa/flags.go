@@ -5,9 +5,11 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -149,4 +151,66 @@ func splitKeyValue(line, sep string) (key, value []byte, err error) {
 		return nil, nil, fmt.Errorf("no key separator %q in line %q", sep, line)
 	}
 	return []byte(k), []byte(v), nil
+}
+
+// topicPartitions is a parsed --topic of the group commands: a topic and
+// optionally some of its partitions.
+type topicPartitions struct {
+	Topic string
+	// Partitions are sorted and distinct; nil means every partition.
+	Partitions []int32
+}
+
+// parseTopicPartitions parses --topic T or --topic T:0,1,2 as
+// kafka-consumer-groups does.
+func parseTopicPartitions(s string) (topicPartitions, error) {
+	topic, list, hasList := strings.Cut(s, ":")
+	topic = strings.TrimSpace(topic)
+	if topic == "" {
+		return topicPartitions{}, fmt.Errorf("invalid --topic %q: want a topic name, optionally followed by :partition,partition...", s)
+	}
+	tp := topicPartitions{Topic: topic}
+	if !hasList {
+		return tp, nil
+	}
+	for _, part := range strings.Split(list, ",") {
+		p, err := strconv.ParseInt(strings.TrimSpace(part), 10, 32)
+		if err != nil || p < 0 {
+			return topicPartitions{}, fmt.Errorf("invalid --topic %q: partition %q is not a number >= 0", s, part)
+		}
+		tp.Partitions = append(tp.Partitions, int32(p))
+	}
+	slices.Sort(tp.Partitions)
+	tp.Partitions = slices.Compact(tp.Partitions)
+	return tp, nil
+}
+
+// datetimeLayouts are the accepted --to-datetime forms: RFC 3339 (with a
+// zone, optional fraction), and kafka-consumer-groups' zone-less
+// YYYY-MM-DDTHH:mm:SS[.sss], read in the local time zone as Kafka does.
+var datetimeLayouts = []struct {
+	layout string
+	zoned  bool
+}{
+	{time.RFC3339Nano, true},
+	{"2006-01-02T15:04:05.999999999Z0700", true},
+	{"2006-01-02T15:04:05.999999999", false},
+}
+
+// parseDatetime parses --to-datetime; zone-less times are in loc.
+func parseDatetime(s string, loc *time.Location) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, l := range datetimeLayouts {
+		var t time.Time
+		var err error
+		if l.zoned {
+			t, err = time.Parse(l.layout, s)
+		} else {
+			t, err = time.ParseInLocation(l.layout, s, loc)
+		}
+		if err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("invalid --to-datetime %q: want YYYY-MM-DDTHH:mm:SS[.sss] with an optional zone (Z, +01:00), e.g. 2026-01-02T15:04:05Z", s)
 }
