@@ -2,6 +2,7 @@ package log
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -29,6 +30,15 @@ type CompactOptions struct {
 	// Negative keeps tombstones forever. Tombstones without a timestamp
 	// (-1) are kept.
 	DeleteRetentionMs int64
+	// Decompress returns the records of a compressed batch (the bytes after
+	// its header, decompressed), h being the header parsed from batch. The
+	// log has no decompressors of its own: the broker passes
+	// records.DecompressRecords. Compact calls it twice per compressed batch
+	// (once to build the offset map, once to rewrite), does not modify the
+	// result and uses it only until the next call. An error keeps the batch
+	// whole (see CompactStats.UndecodableBatches). Nil keeps every
+	// compressed batch whole, its keys unread.
+	Decompress func(h *BatchHeader, batch []byte) (records []byte, err error)
 }
 
 // CompactStats describes what Compact did.
@@ -41,6 +51,43 @@ type CompactStats struct {
 	// RecordsRemoved counts removed records, TombstonesRemoved those of them
 	// that were the latest record of their key (expired tombstones).
 	RecordsRemoved, TombstonesRemoved int
+	// CompressedRewritten counts the compressed batches of the rewritten
+	// segments that lost records and were rewritten uncompressed.
+	CompressedRewritten int
+	// CompressedKeptWhole counts compressed batches that had superseded
+	// records but were kept whole, because writing them uncompressed would
+	// have grown their segment past the larger of segment.bytes and its
+	// current size.
+	CompressedKeptWhole int
+	// UndecodableBatches counts data batches of the cleanable segments kept
+	// whole because their records could not be read: Decompress failed, or
+	// the records are malformed. (Compressed batches with no Decompress
+	// option are not counted.)
+	UndecodableBatches int
+}
+
+// errNoDecompressor marks a compressed batch when CompactOptions has no
+// Decompress: kept whole, but not counted as undecodable.
+var errNoDecompressor = errors.New("log: compressed batch and no decompressor")
+
+// readRecords splits a data batch into its records, decompressing them
+// with opts.Decompress when the batch is compressed.
+func (opts *CompactOptions) readRecords(h *BatchHeader, batch []byte) ([]rawRecord, error) {
+	data := batch[BatchHeaderSize:h.Size()]
+	if h.Compression() != 0 {
+		if opts.Decompress == nil {
+			return nil, errNoDecompressor
+		}
+		var err error
+		if data, err = opts.Decompress(h, batch); err != nil {
+			return nil, err
+		}
+	}
+	recs, ok := parseRecords(h, data)
+	if !ok {
+		return nil, fmt.Errorf("%w: malformed records in batch %d", ErrCorruptBatch, h.BaseOffset)
+	}
+	return recs, nil
 }
 
 // compactHook, when set (tests), is called at each step of a segment swap;
@@ -79,6 +126,7 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	}
 	nowMs := l.nowMs()
 	limits := l.cfg.indexLimits()
+	segmentBytes := l.cfg.SegmentBytes
 	l.mu.Unlock()
 	if len(segs) == 0 {
 		return stats, nil
@@ -87,12 +135,18 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	// read without other locks.
 
 	// The offset map: key -> offset of its latest record in the cleanable
-	// range.
+	// range. unread holds the data batches whose records could not be
+	// read, by base offset, with the reason.
 	latest := map[string]int64{}
+	unread := map[int64]error{}
 	for _, v := range segs {
 		err := scanSegment(v, func(h *BatchHeader, batch []byte) {
-			recs, ok := parseRecords(h, batch)
-			if !ok {
+			if h.IsControl() {
+				return
+			}
+			recs, err := opts.readRecords(h, batch)
+			if err != nil {
+				unread[h.BaseOffset] = err
 				return
 			}
 			for _, r := range recs {
@@ -106,9 +160,16 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 		}
 	}
 
+	// A tombstone may go only if no older record of its key stays behind
+	// it: not after a batch whose keys are unknown (keysUnknown), nor when
+	// a superseded record of its key was kept in a compressed batch
+	// (staleKept). Batches are visited in offset order, so both are known
+	// by the time a tombstone is reached.
+	keysUnknown := false
+	staleKept := map[string]bool{}
 	for _, v := range segs {
 		var out []byte
-		removed, tombstones := 0, 0
+		removed, tombstones, rewritten := 0, 0, 0
 		var run *fillerRun
 		flush := func() {
 			if run != nil {
@@ -116,14 +177,34 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 				run = nil
 			}
 		}
+		// The segment may grow (compressed batches are rewritten
+		// uncompressed), but not past this.
+		maxSize := max(v.end, segmentBytes)
+		var pos int64 // where the current batch ends in the old segment
 		err := scanSegment(v, func(h *BatchHeader, batch []byte) {
-			recs, ok := parseRecords(h, batch)
-			if !ok || h.IsControl() {
+			pos += int64(h.Size())
+			if h.IsControl() {
+				flush()
+				out = append(out, batch...)
+				return
+			}
+			err := unread[h.BaseOffset]
+			var recs []rawRecord
+			if err == nil {
+				recs, err = opts.readRecords(h, batch)
+			}
+			if err != nil {
+				if !errors.Is(err, errNoDecompressor) {
+					stats.UndecodableBatches++
+				}
+				keysUnknown = true
 				flush()
 				out = append(out, batch...)
 				return
 			}
 			var kept []rawRecord
+			var superseded []string
+			batchTombstones := 0
 			for _, r := range recs {
 				off := h.BaseOffset + r.offsetDelta
 				keep := true
@@ -131,32 +212,57 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 					switch {
 					case latest[string(r.key)] > off:
 						keep = false
-					case r.nullValue && opts.DeleteRetentionMs >= 0:
+						superseded = append(superseded, string(r.key))
+					case r.nullValue && opts.DeleteRetentionMs >= 0 && !keysUnknown && !staleKept[string(r.key)]:
 						ts := h.BaseTimestamp + r.tsDelta
 						if h.Attributes&AttrTimestampType != 0 {
 							ts = h.MaxTimestamp
 						}
 						if ts >= 0 && nowMs-ts > opts.DeleteRetentionMs {
 							keep = false
-							tombstones++
+							batchTombstones++
 						}
 					}
 				}
 				if keep {
 					kept = append(kept, r)
-				} else {
-					removed++
 				}
 			}
-			switch {
-			case len(kept) == len(recs):
+			compressed := h.Compression() != 0
+			if compressed && len(kept) > 0 && len(kept) < len(recs) {
+				size := int64(BatchHeaderSize)
+				for _, r := range kept {
+					size += int64(len(r.b))
+				}
+				pending := int64(0)
+				if run != nil {
+					pending = BatchHeaderSize
+				}
+				if int64(len(out))+pending+size+(v.end-pos) > maxSize {
+					// Keep it compressed, stale records included.
+					stats.CompressedKeptWhole++
+					for _, k := range superseded {
+						staleKept[k] = true
+					}
+					kept = recs
+				}
+			}
+			if len(kept) == len(recs) {
 				flush()
 				out = append(out, batch...)
+				return
+			}
+			removed += len(recs) - len(kept)
+			tombstones += batchTombstones
+			switch {
 			case len(kept) > 0 || isIdempotent(h):
 				// A sparse batch, or (all records gone) the empty header of
 				// an idempotent batch, kept for producer state.
 				flush()
 				out = append(out, rewriteBatch(batch, h, kept)...)
+				if compressed {
+					rewritten++
+				}
 			default:
 				if run != nil && !run.extend(h) {
 					flush()
@@ -181,10 +287,16 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 		stats.BytesAfter += int64(len(out))
 		stats.RecordsRemoved += removed
 		stats.TombstonesRemoved += tombstones
+		stats.CompressedRewritten += rewritten
 	}
 	if stats.SegmentsCleaned > 0 {
 		l.logger().Info("log: compacted", "dir", l.dir, "segments", stats.SegmentsCleaned,
-			"bytes before", stats.BytesBefore, "bytes after", stats.BytesAfter, "records removed", stats.RecordsRemoved)
+			"bytes before", stats.BytesBefore, "bytes after", stats.BytesAfter, "records removed", stats.RecordsRemoved,
+			"compressed batches rewritten", stats.CompressedRewritten)
+	}
+	if stats.UndecodableBatches > 0 {
+		l.logger().Warn("log: compaction kept batches whose records it could not read", "dir", l.dir,
+			"batches", stats.UndecodableBatches)
 	}
 	return stats, nil
 }
@@ -355,7 +467,8 @@ func (l *Log) finishCompactionLocked(names []string) (bool, error) {
 	return true, l.fs.SyncDir(l.dir)
 }
 
-// rawRecord is one record of an uncompressed batch.
+// rawRecord is one record of a batch (of its decompressed records for a
+// compressed batch).
 type rawRecord struct {
 	b           []byte // the whole record, length prefix included
 	tsDelta     int64
@@ -365,14 +478,14 @@ type rawRecord struct {
 	nullValue   bool
 }
 
-// parseRecords splits an uncompressed batch into its records. ok is false
-// for compressed batches and for records it cannot parse (such batches are
-// kept whole).
-func parseRecords(h *BatchHeader, batch []byte) (recs []rawRecord, ok bool) {
-	if h.Compression() != 0 || h.RecordCount < 0 {
+// parseRecords splits the records of the batch with header h (data: the
+// bytes after the header, decompressed) into its records. ok is false for
+// records it cannot parse (such batches are kept whole).
+func parseRecords(h *BatchHeader, data []byte) (recs []rawRecord, ok bool) {
+	if h.RecordCount < 0 {
 		return nil, false
 	}
-	rest := batch[BatchHeaderSize:h.Size()]
+	rest := data
 	prevDelta := int64(-1)
 	for range h.RecordCount {
 		length, n := binary.Varint(rest)
@@ -415,16 +528,22 @@ func parseRecords(h *BatchHeader, batch []byte) (recs []rawRecord, ok bool) {
 	return recs, true
 }
 
-// rewriteBatch returns batch with only the records kept: same base offset,
-// last offset delta, timestamps, producer fields and leader epoch; new
-// length, record count and CRC-32C.
+// rewriteBatch returns batch with only the records kept, uncompressed: same
+// base offset, last offset delta, timestamps, producer fields, leader epoch
+// and attributes but the codec (cleared); new length, record count and
+// CRC-32C.
 func rewriteBatch(batch []byte, h *BatchHeader, kept []rawRecord) []byte {
-	out := make([]byte, BatchHeaderSize, h.Size())
+	size := BatchHeaderSize
+	for _, r := range kept {
+		size += len(r.b)
+	}
+	out := make([]byte, BatchHeaderSize, size)
 	copy(out, batch[:BatchHeaderSize])
 	for _, r := range kept {
 		out = append(out, r.b...)
 	}
 	be := binary.BigEndian
+	be.PutUint16(out[offAttributes:], uint16(h.Attributes&^AttrCompressionMask))
 	be.PutUint32(out[offLength:], uint32(len(out)-LogOverhead))
 	be.PutUint32(out[offRecordCount:], uint32(len(kept)))
 	be.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))

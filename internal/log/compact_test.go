@@ -62,7 +62,8 @@ type testRecord struct {
 }
 
 // decodeAll checks that b is whole batches with valid CRCs, each starting
-// where the previous one ended (from first), and returns their records.
+// where the previous one ended (from first), and returns their records
+// (gzip batches decompressed).
 func decodeAll(t *testing.T, b []byte, first int64) []testRecord {
 	t.Helper()
 	var out []testRecord
@@ -80,6 +81,12 @@ func decodeAll(t *testing.T, b []byte, first int64) []testRecord {
 		}
 		next = h.NextOffset()
 		rest := b[BatchHeaderSize:h.Size()]
+		if h.Compression() != 0 {
+			var err error
+			if rest, err = gunzipRecords(&h, b); err != nil {
+				t.Fatalf("batch at offset %d: %v", h.BaseOffset, err)
+			}
+		}
 		prev := int64(-1)
 		for range h.RecordCount {
 			l, n := binary.Varint(rest)

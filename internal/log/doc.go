@@ -116,16 +116,29 @@
 // rewrites each of them, one at a time, keeping a keyed record only if it
 // is the latest of its key in that range. Records above the bound are not
 // consulted, so a record superseded only there stays until a later run.
-// Records without a key, control batches and compressed batches (whose
-// records the log cannot decode: internal/records depends on this package)
-// are kept whole; a compressed batch's keys do not enter the map, so its
-// records never supersede anything, which can keep stale records but never
-// drops a latest one.
+// Records without a key and control batches are kept whole (control
+// records' keys do not enter the map).
+//
+// Compressed batches are read through CompactOptions.Decompress, since the
+// log has no decompressors (internal/records, which has them, depends on
+// this package; the broker passes records.DecompressRecords). Their keys
+// enter the map like any other. A compressed batch that loses nothing is
+// kept byte for byte; one that loses some records is rewritten
+// uncompressed (the codec bits of its attributes cleared, the rules below
+// otherwise), unless that would grow its segment past the larger of
+// segment.bytes and the segment's current size: it is then kept whole,
+// compressed, stale records included. A batch whose records cannot be
+// read (Decompress fails, malformed records, or a compressed batch with
+// no Decompress) is kept whole and its keys stay out of the map, so its
+// records never supersede anything: stale records may stay, but a latest
+// one is never dropped. Such batches are counted in
+// CompactStats.UndecodableBatches (those without Decompress are not).
 //
 // Offsets never change. A batch that loses records keeps its base offset,
-// last offset delta, timestamps, producer fields and leader epoch; its
-// records keep their offset deltas (the batch becomes sparse), and its
-// length, record count and CRC-32C are recomputed. A batch that loses all
+// last offset delta, timestamps, producer fields, leader epoch and
+// attributes (but the codec); its records keep their offset deltas (the
+// batch becomes sparse), and its length, record count and CRC-32C are
+// recomputed. A batch that loses all
 // its records is kept as an empty batch (its header, record count 0) if it
 // is an idempotent producer's, so producer state can still be rebuilt from
 // headers; runs of other emptied batches with the same leader epoch become
@@ -142,7 +155,11 @@
 // log's clock, then removed; tombstones without a timestamp are kept.
 // Superseded tombstones go at once, like any superseded record. (Kafka
 // times this from when the tombstone's segment was first cleaned; the
-// record timestamp needs no extra state.)
+// record timestamp needs no extra state.) An expired tombstone is kept
+// nonetheless when an older record of its key may stay behind it, which
+// removing the tombstone would bring back: in that run, after any batch
+// whose records could not be read, and for a key with a stale record in a
+// compressed batch kept whole.
 //
 // The swap of one segment, under flushMu: write the new segment as
 // %020d.log.cleaned with its indexes as .index.cleaned and .timeindex.cleaned,
