@@ -93,6 +93,31 @@ func ForEachRecord(batch []byte, h *klog.BatchHeader, maxDecompressed int64, fn 
 	return nil
 }
 
+// DecompressRecords returns the records of the batch whose header h was
+// parsed from batch: the bytes after the header, decompressed if the batch
+// is compressed, into a new buffer of at most DefaultMaxDecompressedBytes
+// (ErrDecompressedTooLarge past it). It does not check the records. Its
+// signature is klog.CompactOptions.Decompress's, which the broker sets to
+// it so that compaction reads the keys of compressed batches.
+func DecompressRecords(h *klog.BatchHeader, batch []byte) ([]byte, error) {
+	if h.Length < klog.BatchHeaderSize-klog.LogOverhead || h.Size() > len(batch) {
+		return nil, fmt.Errorf("%w: batch of %d bytes in a buffer of %d", ErrBadLength, h.Size(), len(batch))
+	}
+	data := batch[klog.BatchHeaderSize:h.Size()]
+	codec := h.Compression()
+	switch {
+	case codec == codecNone:
+		return data, nil
+	case codec > codecZstd:
+		return nil, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, codec)
+	}
+	out, err := decompress(codec, data, nil, DefaultMaxDecompressedBytes)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func malformed(index int32, off int, err error) error {
 	return &RecordError{BatchIndex: index, Err: fmt.Errorf("%w: record %d at byte %d: %w", ErrMalformedRecord, index, off, err)}
 }
