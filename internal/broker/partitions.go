@@ -17,6 +17,7 @@ import (
 	"github.com/samsa-io/samsa/internal/group"
 	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/records"
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
@@ -425,7 +426,7 @@ func (m *partitionManager) maybeCompact(lp *localPartition, now time.Time) {
 	if n := l.NumSegments(); n < 2 || n == lp.compactedSegments && now.Sub(lp.compactedAt) < recheck {
 		return
 	}
-	stats, err := l.Compact(klog.CompactOptions{UpperBound: lp.HighWatermark(), DeleteRetentionMs: st.deleteRetentionMs})
+	stats, err := l.Compact(klog.CompactOptions{UpperBound: lp.HighWatermark(), DeleteRetentionMs: st.deleteRetentionMs, Decompress: records.DecompressRecords})
 	lp.compactedSegments, lp.compactedAt = l.NumSegments(), now
 	switch {
 	case err != nil && !errors.Is(err, klog.ErrClosed):
