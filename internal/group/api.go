@@ -57,15 +57,17 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 		id = newMemberID(instance)
 		if old, ok := g.static[instance]; ok {
 			om := g.members[old]
-			if om != nil && g.state == stateStable && req.ProtocolType == g.protocolType && sameProtocols(om.protocols, protocols) && old != g.leader {
-				// Same subscription, not the leader: no rebalance. The
+			if om != nil && g.state == stateStable && req.ProtocolType == g.protocolType && hasProtocol(protocols, g.protocol) && old != g.leader {
+				// Still supports the group's protocol, not the leader: no
+				// rebalance, as in Kafka (its metadata may differ: a
+				// restarted cooperative consumer owns nothing yet). The
 				// returning member gets the current generation and, in
 				// its SyncGroup, its old assignment.
 				om.answerJoin(joinResult{code: kerr.FencedInstanceID.Code, memberID: old, generation: -1})
 				om.answerSync(syncResult{code: kerr.FencedInstanceID.Code})
 				delete(g.members, old)
 				om.id, om.clientID, om.clientHost = id, clientID, clientHost
-				om.sessionTimeout, om.rebalanceTimeout = session, rebalance
+				om.sessionTimeout, om.rebalanceTimeout, om.protocols = session, rebalance, protocols
 				om.deadline = now.Add(session)
 				g.members[id], g.static[instance] = om, id
 				resp.Generation, resp.Protocol, resp.ProtocolType = g.generation, kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
@@ -252,7 +254,7 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 	wait := make(chan syncResult, 1)
 	m.answerSync(syncResult{code: kerr.RebalanceInProgress.Code})
 	m.awaitingSync = wait
-	if m.id == g.leader && !g.persisting {
+	if m.id == g.leader && !(g.persisting && g.persistingGen == g.generation) {
 		assignments := map[string][]byte{}
 		for _, a := range req.GroupAssignment {
 			assignments[a.MemberID] = a.MemberAssignment
@@ -261,12 +263,14 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		for id, gm := range g.members {
 			gm.assignment = assignments[id]
 		}
-		g.persisting = true
+		g.persisting, g.persistingGen = true, gen
 		recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
 		c.mu.Unlock()
 		code := c.write(ctx, sh, recs)
 		c.mu.Lock()
-		g.persisting = false
+		if g.persistingGen == gen {
+			g.persisting = false
+		}
 		if c.currentLocked(sh) && sh.groups[g.id] == g && g.generation == gen && g.state == stateCompletingRebalance {
 			if code == 0 {
 				g.setState(stateStable, c.cfg.Now())

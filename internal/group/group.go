@@ -102,6 +102,11 @@ func (m *member) answerSync(r syncResult) {
 	}
 }
 
+// hasProtocol reports whether protocols include the named one.
+func hasProtocol(protocols []protocol, name string) bool {
+	return slices.ContainsFunc(protocols, func(p protocol) bool { return p.name == name })
+}
+
 // sameProtocols reports whether two protocol lists are equal.
 func sameProtocols(a, b []protocol) bool {
 	return slices.EqualFunc(a, b, func(x, y protocol) bool { return x.name == y.name && bytes.Equal(x.metadata, y.metadata) })
@@ -136,9 +141,10 @@ type group struct {
 	// so that more members can join it (group.initial.rebalance.delay.ms).
 	initialDelayUntil time.Time
 	offsets           map[topicPartition]Offset
-	// persisting is set while a SyncGroup leader's assignment is being
-	// written.
-	persisting bool
+	// persisting is set while a SyncGroup leader's assignment of
+	// generation persistingGen is being written.
+	persisting    bool
+	persistingGen int32
 }
 
 func newGroup(id string, now time.Time) *group {
