@@ -74,7 +74,7 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 				resp.LeaderID, resp.MemberID = g.leader, id
 				recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
 				c.mu.Unlock()
-				if code := c.write(ctx, sh, recs); code != 0 {
+				if code := groupWriteCode(c.write(ctx, sh, recs)); code != 0 {
 					return fail(code)
 				}
 				return resp
@@ -266,7 +266,7 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		g.persisting, g.persistingGen = true, gen
 		recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
 		c.mu.Unlock()
-		code := c.write(ctx, sh, recs)
+		code := groupWriteCode(c.write(ctx, sh, recs))
 		c.mu.Lock()
 		if g.persistingGen == gen {
 			g.persisting = false

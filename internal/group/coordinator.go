@@ -322,6 +322,18 @@ func (c *Coordinator) write(ctx context.Context, sh *shard, recs []records.KV) i
 	}
 }
 
+// groupWriteCode maps the code of a failed group metadata write to what
+// Kafka's coordinator answers JoinGroup and SyncGroup: a timed-out write is
+// COORDINATOR_NOT_AVAILABLE (clients rediscover the coordinator and
+// rejoin), as REQUEST_TIMED_OUT is not an error those requests may return
+// (the Java consumer treats it as fatal).
+func groupWriteCode(code int16) int16 {
+	if code == kerr.RequestTimedOut.Code {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return code
+}
+
 // current reports whether sh still coordinates its partition (after the
 // lock was released for a write).
 func (c *Coordinator) currentLocked(sh *shard) bool { return c.shards[sh.partition] == sh }
