@@ -191,6 +191,9 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 		}
 		return g
 	}
+	// stored tells whether a group's latest metadata record is a value
+	// (not a tombstone, not missing).
+	stored := map[string]bool{}
 	n := 0
 	err := sh.store.Load(ctx, func(key, value []byte) error {
 		n++
@@ -210,6 +213,7 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 			get(d.group).offsets[tp] = *d.offset
 			return nil
 		}
+		stored[d.group] = d.meta != nil
 		if d.meta == nil {
 			if g, ok := groups[d.group]; ok {
 				g.members, g.static = map[string]*member{}, map[string]string{}
@@ -234,7 +238,12 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 		return
 	}
 	now := c.cfg.Now()
-	for _, g := range groups {
+	for id, g := range groups {
+		if !stored[id] && len(g.offsets) == 0 {
+			// Deleted (its offsets' tombstones followed the group's).
+			delete(groups, id)
+			continue
+		}
 		if len(g.members) > 0 {
 			g.setState(stateStable, now)
 			for _, m := range g.members {
