@@ -50,6 +50,13 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 		sh.groups[req.Group] = g
 	}
 	id := req.MemberID
+	if id == "" && !g.supports(req.ProtocolType, protocols, g.static[instance]) {
+		// As Kafka: checked before a member id is handed out (a pending id
+		// holds up rebalances) and before a static member's old id is
+		// replaced (compared with the other members).
+		c.mu.Unlock()
+		return fail(kerr.InconsistentGroupProtocol.Code)
+	}
 	var m *member
 	switch {
 	case id == "" && instance != "":
