@@ -733,13 +733,21 @@ func (c *Coordinator) Tick() {
 			persist := false
 			switch g.state {
 			case statePreparingRebalance:
+				// A member that has not rejoined yet still has to
+				// heartbeat; one waiting in JoinGroup is alive.
+				for id, m := range g.members {
+					if m.awaitingJoin == nil && now.After(m.deadline) {
+						g.removeMember(id)
+					}
+				}
 				if !now.Before(g.rebalanceDeadline) || g.allJoined() && !now.Before(g.initialDelayUntil) {
 					persist = g.completeJoin(now)
 				}
 			case stateStable, stateCompletingRebalance:
 				left := false
 				for id, m := range g.members {
-					if now.After(m.deadline) {
+					// One waiting in SyncGroup (for its leader) is alive.
+					if m.awaitingSync == nil && now.After(m.deadline) {
 						g.removeMember(id)
 						left = true
 					}
