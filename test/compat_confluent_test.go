@@ -17,8 +17,8 @@ import (
 // through confluent-kafka-go (librdkafka) with acks=all and delivery
 // reports, plain and with enable.idempotence=true, once per compression
 // codec, to a three-partition topic, and reads each partition back with a
-// Consumer that Assigns the partitions from the beginning (no group
-// membership: samsa has no group coordinator yet). Delivery reports and
+// Consumer that Assigns the partitions from the beginning (groups:
+// groups_confluent_test.go). Delivery reports and
 // consumed records must carry exactly the expected partitions, offsets,
 // keys, values and headers, in order.
 func TestCompatConfluent(t *testing.T) {
@@ -30,7 +30,6 @@ func TestCompatConfluent(t *testing.T) {
 	// librdkafka enables LZ4 only when the broker advertises FindCoordinator
 	// (rdkafka_feature.c ties the LZ4 feature to it, for 0.8.2 brokers);
 	// without it, compression.type=lz4 silently sends uncompressed batches.
-	// samsa has no group coordinator yet, so expect that until it has one.
 	versions, err := adm.ApiVersions(ctx)
 	if err != nil {
 		t.Fatalf("ApiVersions: %v", err)
@@ -47,11 +46,10 @@ func TestCompatConfluent(t *testing.T) {
 	if !ok {
 		t.Fatalf("ApiVersions: no broker answered: %+v", versions)
 	}
-	_, findCoordinator := bv.KeyMaxVersion(10)
-	lz4Stored := codecLz4
-	if !findCoordinator {
-		lz4Stored = codecNone
+	if _, findCoordinator := bv.KeyMaxVersion(10); !findCoordinator {
+		t.Fatal("FindCoordinator not advertised: librdkafka would not send LZ4")
 	}
+	lz4Stored := codecLz4
 
 	const n, partitions = 300, 3
 	codecs := []struct {
