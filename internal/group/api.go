@@ -161,8 +161,13 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 	case statePreparingRebalance:
 		if g.initialDelayUntil.After(now) {
 			// More members are joining an empty group: wait a little
-			// longer, up to the rebalance timeout.
-			g.initialDelayUntil = minTime(now.Add(c.cfg.InitialRebalanceDelay), now.Add(rebalance))
+			// longer, but (as Kafka's InitialDelayedJoin) no longer in
+			// all than the rebalance timeout since the rebalance began.
+			limit := c.cfg.InitialRebalanceDelay
+			for _, gm := range g.members {
+				limit = max(limit, gm.rebalanceTimeout)
+			}
+			g.initialDelayUntil = minTime(now.Add(c.cfg.InitialRebalanceDelay), g.stateSince.Add(limit))
 			g.rebalanceDeadline = maxTime(g.rebalanceDeadline, g.initialDelayUntil)
 		} else if g.allJoined() {
 			persist = g.completeJoin(now)
