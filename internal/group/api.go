@@ -448,11 +448,15 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 	}
 	c.mu.Lock()
 	if wcode == 0 && c.currentLocked(sh) {
-		if sh.groups[g.id] != g { // deleted meanwhile: the commit revives it
+		cur := sh.groups[g.id]
+		if cur == nil { // deleted meanwhile: the commit revives it
+			cur = g
 			sh.groups[g.id] = g
 		}
+		// (If it was deleted and created anew meanwhile, the commit
+		// belongs to the group that exists now.)
 		for tp, o := range commits {
-			g.offsets[tp] = o
+			cur.offsets[tp] = o
 		}
 	}
 	c.mu.Unlock()
