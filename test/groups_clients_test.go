@@ -1,9 +1,8 @@
 package test
 
-// A group of three consumers of one client library shares a six-partition
-// topic and consumes every record exactly once between them, for sarama
-// and kafka-go (franz-go: groups_test.go; confluent-kafka-go:
-// groups_confluent_test.go), with each assignment strategy they offer.
+// Consumer groups with sarama and kafka-go (franz-go: groups_test.go;
+// confluent-kafka-go: groups_confluent_test.go), with each assignment
+// strategy they offer, through one scenario (runGroupScenario).
 
 import (
 	"context"
@@ -17,17 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/samsa-io/samsa/internal/broker"
 )
-
-// groupBroker is a single broker with the group tests' settings.
-func groupBroker(t testing.TB) *Broker {
-	return StartBroker(t, func(cfg *broker.Config) {
-		cfg.Groups.InitialRebalanceDelay = 0
-		cfg.Groups.MinSessionTimeout = time.Second
-		cfg.Groups.Partitions = 6
-	})
-}
 
 // sharedTopic creates a topic of six partitions and returns a producer
 // helper that writes n unique values to every partition.
@@ -82,21 +71,28 @@ func waitGroupShared(t testing.TB, ctx context.Context, addr, group string, n in
 type tally struct {
 	mu   sync.Mutex
 	seen map[string]int
-	by   map[int]int
+	by   map[int][]string
 }
 
-func newTally() *tally { return &tally{seen: map[string]int{}, by: map[int]int{}} }
+func newTally() *tally { return &tally{seen: map[string]int{}, by: map[int][]string{}} }
 
 func (c *tally) add(consumer int, value string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seen[value]++
-	c.by[consumer]++
+	c.by[consumer] = append(c.by[consumer], value)
 }
 
-// wait waits until every value in want was consumed, then checks each was
-// consumed once and every consumer consumed something.
-func (c *tally) wait(t testing.TB, want map[string]bool, consumers int) {
+// count is how many records consumer consumed.
+func (c *tally) count(consumer int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.by[consumer])
+}
+
+// wait waits until every value in want was consumed and returns how many
+// were consumed more than once.
+func (c *tally) wait(t testing.TB, want map[string]bool) (dups int) {
 	t.Helper()
 	WaitFor(t, 60*time.Second, func() error {
 		c.mu.Lock()
@@ -108,20 +104,92 @@ func (c *tally) wait(t testing.TB, want map[string]bool, consumers int) {
 			}
 		}
 		if n < len(want) {
-			return fmt.Errorf("%d of %d records consumed (per consumer %v)", n, len(want), c.by)
+			return fmt.Errorf("%d of %d records consumed", n, len(want))
 		}
 		return nil
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for v := range want {
-		if c.seen[v] != 1 {
-			t.Errorf("%s consumed %d times", v, c.seen[v])
+		if c.seen[v] > 1 {
+			dups++
 		}
 	}
-	for i := range consumers {
-		if c.by[i] == 0 {
-			t.Errorf("consumer %d consumed nothing: %v", i, c.by)
+	return dups
+}
+
+// groupConsumer starts consumer id of group on topic, identified by
+// clientID, adding what it consumes to c and committing as it goes; stop
+// closes it cleanly (it leaves the group).
+type groupConsumer func(t *testing.T, ctx context.Context, bootstrap []string, group, topic, clientID string, id int, c *tally) (stop func())
+
+// runGroupScenario drives one client library's consumers through a
+// group's life on a three-broker cluster: three share six partitions and
+// consume everything exactly once; one leaves and the other two take its
+// partitions; one dies (cut from every broker, it stops heartbeating) and
+// the last takes everything after the session timeout; the last stops and
+// a new consumer resumes exactly at the group's committed offsets.
+func runGroupScenario(t *testing.T, lib string, start groupConsumer) {
+	c := StartCluster(t, 3, groupClusterOverrides)
+	ctx := testContext(t, 150*time.Second)
+	topic, group := lib+"-topic", lib+"-group"
+	bootstrap := c.bootstrapList()
+	produce := sharedTopic(t, ctx, bootstrap[0], topic)
+	tl := newTally()
+	clientID := func(i int) string { return fmt.Sprintf("%s-consumer-%d", lib, i) }
+	stops := map[int]func(){}
+	for i := range 3 {
+		stops[i] = start(t, ctx, bootstrap, group, topic, clientID(i), i, tl)
+	}
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	waitGroupShared(t, ctx, bootstrap[0], group, 3)
+	if dups := tl.wait(t, produce(50)); dups != 0 {
+		t.Fatalf("%d records consumed twice by a stable group", dups)
+	}
+	for i := range 3 {
+		if tl.count(i) == 0 {
+			t.Errorf("consumer %d consumed nothing", i)
+		}
+	}
+
+	// Consumer 2 leaves.
+	stops[2]()
+	delete(stops, 2)
+	waitGroupShared(t, ctx, bootstrap[0], group, 2)
+	if dups := tl.wait(t, produce(20)); dups != 0 {
+		t.Fatalf("%d records consumed twice after a member left", dups)
+	}
+
+	// Consumer 1 dies: every broker drops its traffic.
+	for _, id := range c.IDs() {
+		c.Broker(id).Kafka.BlackholePeer(clientID(1))
+	}
+	died := time.Now()
+	waitGroupShared(t, ctx, bootstrap[0], group, 1)
+	tl.wait(t, produce(20))
+	t.Logf("%s: a dead member's partitions were taken over and consumed %v after it died", lib, time.Since(died).Round(time.Millisecond))
+	for _, id := range c.IDs() {
+		c.Broker(id).Kafka.HealPeer(clientID(1))
+	}
+	stops[1]()
+	delete(stops, 1)
+
+	// Consumer 0 stops; a new one resumes at the committed offsets: it
+	// reads the new records and none of the old.
+	stops[0]()
+	delete(stops, 0)
+	newest := produce(20)
+	stops[3] = start(t, ctx, bootstrap, group, topic, clientID(3), 3, tl)
+	tl.wait(t, newest)
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	for _, v := range tl.by[3] {
+		if !newest[v] {
+			t.Errorf("the restarted consumer read %s again: committed offsets not resumed", v)
 		}
 	}
 }
@@ -138,98 +206,84 @@ func (h saramaHandler) ConsumeClaim(s sarama.ConsumerGroupSession, claim sarama.
 	for m := range claim.Messages() {
 		h.c.add(h.id, string(m.Value))
 		s.MarkMessage(m, "")
+		s.Commit()
 	}
 	return nil
 }
 
 func TestGroupSarama(t *testing.T) {
-	strategies := []struct {
+	for _, st := range []struct {
 		name string
 		s    sarama.BalanceStrategy
 	}{
 		{"range", sarama.NewBalanceStrategyRange()},
 		{"roundrobin", sarama.NewBalanceStrategyRoundRobin()},
 		{"sticky", sarama.NewBalanceStrategySticky()},
-	}
-	b := groupBroker(t)
-	for _, st := range strategies {
+	} {
 		t.Run(st.name, func(t *testing.T) {
-			ctx := testContext(t, 90*time.Second)
-			topic, group := "sarama-group-"+st.name, "sarama-"+st.name
-			produce := sharedTopic(t, ctx, b.Addr, topic)
-			c := newTally()
-			cctx, cancel := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			defer func() { cancel(); wg.Wait() }()
-			for i := range 3 {
+			runGroupScenario(t, "sarama-"+st.name, func(t *testing.T, ctx context.Context, bootstrap []string, group, topic, clientID string, id int, c *tally) func() {
 				cfg := saramaConfig(sarama.V3_6_0_0)
+				cfg.ClientID = clientID
 				cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 				cfg.Consumer.Group.Rebalance.GroupStrategies = []sarama.BalanceStrategy{st.s}
-				cfg.Consumer.Group.Session.Timeout = 6 * time.Second
-				cfg.Consumer.Group.Heartbeat.Interval = 500 * time.Millisecond
-				cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
-				cg, err := sarama.NewConsumerGroup([]string{b.Addr}, group, cfg)
+				cfg.Consumer.Group.Session.Timeout = 3 * time.Second
+				cfg.Consumer.Group.Heartbeat.Interval = 300 * time.Millisecond
+				cfg.Consumer.Offsets.AutoCommit.Enable = false
+				cg, err := sarama.NewConsumerGroup(bootstrap, group, cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				wg.Add(1)
+				cctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
 				go func() {
-					defer wg.Done()
-					defer cg.Close()
+					defer close(done)
 					for cctx.Err() == nil {
-						if err := cg.Consume(cctx, []string{topic}, saramaHandler{i, c}); err != nil && cctx.Err() == nil {
-							t.Errorf("sarama consumer %d: %v", i, err)
-							return
+						if err := cg.Consume(cctx, []string{topic}, saramaHandler{id, c}); err != nil && cctx.Err() == nil {
+							time.Sleep(100 * time.Millisecond) // a retry pace, not synchronisation
 						}
 					}
 				}()
-			}
-			waitGroupShared(t, ctx, b.Addr, group, 3)
-			c.wait(t, produce(50), 3)
+				return sync.OnceFunc(func() { cancel(); <-done; cg.Close() })
+			})
 		})
 	}
 }
 
 func TestGroupKafkaGo(t *testing.T) {
-	b := groupBroker(t)
 	for _, st := range []struct {
 		name string
 		s    kafka.GroupBalancer
 	}{{"range", kafka.RangeGroupBalancer{}}, {"roundrobin", kafka.RoundRobinGroupBalancer{}}} {
 		t.Run(st.name, func(t *testing.T) {
-			ctx := testContext(t, 90*time.Second)
-			topic, group := "kafkago-group-"+st.name, "kafkago-"+st.name
-			produce := sharedTopic(t, ctx, b.Addr, topic)
-			c := newTally()
-			cctx, cancel := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			defer func() { cancel(); wg.Wait() }()
-			for i := range 3 {
+			runGroupScenario(t, "kafkago-"+st.name, func(t *testing.T, ctx context.Context, bootstrap []string, group, topic, clientID string, id int, c *tally) func() {
 				r := kafka.NewReader(kafka.ReaderConfig{
-					Brokers:           []string{b.Addr},
+					Brokers:           bootstrap,
 					GroupID:           group,
 					Topic:             topic,
 					GroupBalancers:    []kafka.GroupBalancer{st.s},
 					StartOffset:       kafka.FirstOffset,
 					MaxWait:           200 * time.Millisecond,
-					SessionTimeout:    6 * time.Second,
-					HeartbeatInterval: 500 * time.Millisecond,
+					SessionTimeout:    3 * time.Second,
+					HeartbeatInterval: 300 * time.Millisecond,
+					Dialer:            &kafka.Dialer{ClientID: clientID, Timeout: 5 * time.Second},
 				})
-				wg.Add(1)
+				cctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
 				go func() {
-					defer wg.Done()
-					defer r.Close()
+					defer close(done)
 					for {
 						m, err := r.ReadMessage(cctx) // commits synchronously
 						if err != nil {
-							return
+							if cctx.Err() != nil {
+								return
+							}
+							continue
 						}
-						c.add(i, string(m.Value))
+						c.add(id, string(m.Value))
 					}
 				}()
-			}
-			waitGroupShared(t, ctx, b.Addr, group, 3)
-			c.wait(t, produce(50), 3)
+				return sync.OnceFunc(func() { cancel(); <-done; r.Close() })
+			})
 		})
 	}
 }

@@ -4,36 +4,29 @@ package test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/confluentinc/confluent-kafka-go/v2/kafka"
 )
 
-// Three confluent-kafka-go (librdkafka) consumers share a six-partition
-// topic, with the eager range strategy and with cooperative-sticky
-// (incremental rebalancing), committing automatically.
+// confluent-kafka-go (librdkafka) consumers through runGroupScenario, with
+// the eager range and roundrobin strategies and with cooperative-sticky
+// (incremental rebalancing), committing each record as it is consumed.
 func TestGroupConfluent(t *testing.T) {
-	b := groupBroker(t)
 	for _, strategy := range []string{"range", "roundrobin", "cooperative-sticky"} {
 		t.Run(strategy, func(t *testing.T) {
-			ctx := testContext(t, 90*time.Second)
-			topic, group := "confluent-group-"+strategy, "confluent-"+strategy
-			produce := sharedTopic(t, ctx, b.Addr, topic)
-			c := newTally()
-			cctx, cancel := context.WithCancel(ctx)
-			var wg sync.WaitGroup
-			defer func() { cancel(); wg.Wait() }()
-			for i := range 3 {
+			runGroupScenario(t, "confluent-"+strategy, func(t *testing.T, ctx context.Context, bootstrap []string, group, topic, clientID string, id int, c *tally) func() {
 				cons, err := kafka.NewConsumer(&kafka.ConfigMap{
-					"bootstrap.servers":             b.Addr,
+					"bootstrap.servers":             strings.Join(bootstrap, ","),
+					"client.id":                     clientID,
 					"group.id":                      group,
 					"auto.offset.reset":             "earliest",
 					"partition.assignment.strategy": strategy,
-					"session.timeout.ms":            6000,
-					"heartbeat.interval.ms":         500,
-					"auto.commit.interval.ms":       100,
+					"session.timeout.ms":            3000,
+					"heartbeat.interval.ms":         300,
+					"enable.auto.commit":            false,
 					"fetch.wait.max.ms":             100,
 				})
 				if err != nil {
@@ -42,25 +35,19 @@ func TestGroupConfluent(t *testing.T) {
 				if err := cons.Subscribe(topic, nil); err != nil {
 					t.Fatal(err)
 				}
-				wg.Add(1)
+				cctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
 				go func() {
-					defer wg.Done()
-					defer cons.Close()
+					defer close(done)
 					for cctx.Err() == nil {
-						switch e := cons.Poll(100).(type) {
-						case *kafka.Message:
-							c.add(i, string(e.Value))
-						case kafka.Error:
-							if e.IsFatal() {
-								t.Errorf("confluent consumer %d: %v", i, e)
-								return
-							}
+						if m, ok := cons.Poll(100).(*kafka.Message); ok {
+							c.add(id, string(m.Value))
+							_, _ = cons.CommitMessage(m)
 						}
 					}
 				}()
-			}
-			waitGroupShared(t, ctx, b.Addr, group, 3)
-			c.wait(t, produce(50), 3)
+				return sync.OnceFunc(func() { cancel(); <-done; cons.Close() })
+			})
 		})
 	}
 }
