@@ -332,3 +332,103 @@ func randomSuffix() string {
 	suffixSeq++
 	return fmt.Sprintf("%08d", suffixSeq)
 }
+
+// revokedSince returns the partitions m revoked since the count mark.
+func (m *groupMember) revokedSince(mark int) []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.revoked[mark:])
+}
+
+func (m *groupMember) revokedCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.revoked)
+}
+
+// With the cooperative-sticky balancer a member joining takes partitions
+// from the others without them giving up the partitions they keep: each
+// revokes exactly what moved.
+func TestGroupCooperativeSticky(t *testing.T) {
+	c := StartCluster(t, 3, groupClusterOverrides)
+	const topic = "coop"
+	createClusterTopic(t, c, topic, 6, 1)
+	r := &groupRun{t: t, c: c, group: "coop", topic: topic, seen: map[string]int{}, firstAt: map[int32]time.Time{}}
+	coop := kgo.Balancers(kgo.CooperativeStickyBalancer())
+	a, b := r.join("coop-a", coop), r.join("coop-b", coop)
+	r.waitAssignment(6, []*groupMember{a, b}, 3, 3)
+	beforeA, beforeB := a.partitions(), b.partitions()
+	markA, markB := a.revokedCount(), b.revokedCount()
+
+	d := r.join("coop-c", coop)
+	r.waitAssignment(6, []*groupMember{a, b, d}, 2, 2, 2)
+	for _, x := range []struct {
+		m      *groupMember
+		before []int32
+		mark   int
+	}{{a, beforeA, markA}, {b, beforeB, markB}} {
+		now := x.m.partitions()
+		var moved []int32
+		for _, p := range x.before {
+			if !slices.Contains(now, p) {
+				moved = append(moved, p)
+			}
+		}
+		for _, p := range now {
+			if !slices.Contains(x.before, p) {
+				t.Errorf("%s gained partition %d when a member joined", x.m.name, p)
+			}
+		}
+		revoked := x.m.revokedSince(x.mark)
+		slices.Sort(revoked)
+		if !slices.Equal(revoked, moved) {
+			t.Errorf("%s revoked %v, but only %v moved away (kept %v)", x.m.name, revoked, moved, now)
+		}
+	}
+	want := produceEach(t, c, topic, 6, 50)
+	if dups := r.waitSeen(want); dups != 0 {
+		t.Fatalf("%d records consumed twice", dups)
+	}
+	for _, m := range []*groupMember{a, b, d} {
+		m.leave()
+	}
+}
+
+// A static member (group.instance.id) that restarts within its session
+// timeout gets its partitions back without a rebalance: the other member
+// keeps its partitions and revokes nothing, and the group's generation
+// does not change.
+func TestGroupStaticMembership(t *testing.T) {
+	c := StartCluster(t, 3, groupClusterOverrides)
+	const topic = "static"
+	createClusterTopic(t, c, topic, 6, 1)
+	r := &groupRun{t: t, c: c, group: "static", topic: topic, seen: map[string]int{}, firstAt: map[int32]time.Time{}}
+	a := r.join("static-a", kgo.InstanceID("instance-a"))
+	b := r.join("static-b", kgo.InstanceID("instance-b"))
+	r.waitAssignment(6, []*groupMember{a, b}, 3, 3)
+	want := produceEach(t, c, topic, 6, 20)
+	r.waitSeen(want)
+	beforeA, beforeB := a.partitions(), b.partitions()
+	markB := b.revokedCount()
+	_, genBefore := b.cl.GroupMetadata()
+
+	// franz-go does not leave the group on Close with an instance id.
+	a.leave()
+	a2 := r.join("static-a", kgo.InstanceID("instance-a"))
+	r.waitAssignment(6, []*groupMember{a2, b}, 3, 3)
+	if got := a2.partitions(); !slices.Equal(got, beforeA) {
+		t.Errorf("restarted static member got %v, had %v", got, beforeA)
+	}
+	want = produceEach(t, c, topic, 6, 20)
+	if dups := r.waitSeen(want); dups != 0 {
+		t.Fatalf("%d records consumed twice", dups)
+	}
+	if got := b.partitions(); !slices.Equal(got, beforeB) || len(b.revokedSince(markB)) != 0 {
+		t.Errorf("the other member went from %v to %v, revoking %v: a rebalance happened", beforeB, got, b.revokedSince(markB))
+	}
+	if _, gen := b.cl.GroupMetadata(); gen != genBefore {
+		t.Errorf("generation went from %d to %d across a static member's restart", genBefore, gen)
+	}
+	a2.leave()
+	b.leave()
+}

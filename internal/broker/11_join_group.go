@@ -1,9 +1,11 @@
 package broker
 
-// JoinGroup (key 11), versions 0–7 (flexible from v6). v4+ first answers
+// JoinGroup (key 11), versions 0–9 (flexible from v6). v4+ first answers
 // a member without an id MEMBER_ID_REQUIRED with one (KIP-394); v5+
-// carries group.instance.id (static membership, KIP-345). The response
-// waits for the rebalance (internal/group).
+// carries group.instance.id (static membership, KIP-345); v8 adds a
+// reason (logged nowhere yet); v9 lets a returning static leader skip the
+// assignment (KIP-814). The response waits for the rebalance
+// (internal/group).
 
 import (
 	"context"

@@ -28,7 +28,7 @@ func init() {
 		8:  {2, 8, (*Broker).handleOffsetCommit},
 		9:  {1, 7, (*Broker).handleOffsetFetch},
 		10: {0, 4, (*Broker).handleFindCoordinator},
-		11: {0, 7, (*Broker).handleJoinGroup},
+		11: {0, 9, (*Broker).handleJoinGroup},
 		12: {0, 4, (*Broker).handleHeartbeat},
 		13: {0, 4, (*Broker).handleLeaveGroup},
 		14: {0, 5, (*Broker).handleSyncGroup},

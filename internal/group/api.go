@@ -64,12 +64,16 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 		id = newMemberID(instance)
 		if old, ok := g.static[instance]; ok {
 			om := g.members[old]
-			if om != nil && g.state == stateStable && req.ProtocolType == g.protocolType && hasProtocol(protocols, g.protocol) && old != g.leader {
-				// Still supports the group's protocol, not the leader: no
-				// rebalance, as in Kafka (its metadata may differ: a
-				// restarted cooperative consumer owns nothing yet). The
-				// returning member gets the current generation and, in
-				// its SyncGroup, its old assignment.
+			wasLeader := old == g.leader
+			if om != nil && g.state == stateStable && req.ProtocolType == g.protocolType && hasProtocol(protocols, g.protocol) && (!wasLeader || req.Version >= 9) {
+				// Still supports the group's protocol: no rebalance, as
+				// in Kafka (its metadata may differ: a restarted
+				// cooperative consumer owns nothing yet). The returning
+				// member gets the current generation and, in its
+				// SyncGroup, its old assignment. A returning leader is
+				// told it leads, with the members, but that the
+				// assignment stands (KIP-814's SkipAssignment, v9);
+				// before v9 it could not know, so it rebalances.
 				om.answerJoin(joinResult{code: kerr.FencedInstanceID.Code, memberID: old, generation: -1})
 				om.answerSync(syncResult{code: kerr.FencedInstanceID.Code})
 				delete(g.members, old)
@@ -77,6 +81,10 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 				om.sessionTimeout, om.rebalanceTimeout, om.protocols = session, rebalance, protocols
 				om.deadline = now.Add(session)
 				g.members[id], g.static[instance] = om, id
+				if wasLeader {
+					g.leader = id
+					resp.SkipAssignment, resp.Members = true, g.joinMembers()
+				}
 				resp.Generation, resp.Protocol, resp.ProtocolType = g.generation, kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
 				resp.LeaderID, resp.MemberID = g.leader, id
 				recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}

@@ -292,6 +292,21 @@ func (g *group) completeJoin(now time.Time) (persist bool) {
 		g.leader = g.memberOrder()[0]
 	}
 	g.setState(stateCompletingRebalance, now)
+	all := g.joinMembers()
+	for id, m := range g.members {
+		r := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader, memberID: id}
+		if id == g.leader {
+			r.members = all
+		}
+		m.answerJoin(r)
+		m.deadline = now.Add(m.sessionTimeout)
+	}
+	return false
+}
+
+// joinMembers is the member list a JoinGroup leader gets: every member's
+// id, instance id and metadata for the group's protocol, in join order.
+func (g *group) joinMembers() []kmsg.JoinGroupResponseMember {
 	var all []kmsg.JoinGroupResponseMember
 	for _, id := range g.memberOrder() {
 		m := g.members[id]
@@ -302,15 +317,7 @@ func (g *group) completeJoin(now time.Time) (persist bool) {
 		}
 		all = append(all, jm)
 	}
-	for id, m := range g.members {
-		r := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader, memberID: id}
-		if id == g.leader {
-			r.members = all
-		}
-		m.answerJoin(r)
-		m.deadline = now.Add(m.sessionTimeout)
-	}
-	return false
+	return all
 }
 
 // removeMember drops a member and whatever it holds.

@@ -737,6 +737,31 @@ func TestStaticMemberRejoinRebalances(t *testing.T) {
 			t.Fatalf("rejoin: %+v %+v", ra, rb)
 		}
 	})
+	t.Run("leader, JoinGroup v9", func(t *testing.T) {
+		// KIP-814: a returning static leader is told it leads, with the
+		// members, and to skip the assignment: no rebalance.
+		h := newHarness(t)
+		a, b, gen := staticGroup(t, h)
+		req := staticJoinReq("g", "", "a")
+		req.Version = 9
+		r := h.join(req)
+		wantCode(t, "static leader rejoin", r.ErrorCode, 0)
+		if !r.SkipAssignment || r.LeaderID != r.MemberID || r.MemberID == a || r.Generation != gen || len(r.Members) != 2 {
+			t.Fatalf("static leader rejoin: %+v", r)
+		}
+		if s := h.state("g"); s != "Stable" || h.generation("g") != gen {
+			t.Fatalf("state %s generation %d", s, h.generation("g"))
+		}
+		wantCode(t, "old leader id's heartbeat", heartbeat(h, "g", a, gen, "a"), kerr.FencedInstanceID.Code)
+		wantCode(t, "follower's heartbeat", heartbeat(h, "g", b, gen, "b"), 0)
+		sr := syncReq("g", r.MemberID, gen, nil)
+		sr.InstanceID = kmsg.StringPtr("a")
+		s := recv(t, h.syncAsync(sr))
+		wantCode(t, "new leader id's SyncGroup", s.ErrorCode, 0)
+		if string(s.MemberAssignment) != "A" {
+			t.Fatalf("assignment %q", s.MemberAssignment)
+		}
+	})
 	t.Run("inconsistent protocols keep the old member", func(t *testing.T) {
 		h := newHarness(t)
 		a, b, gen := staticGroup(t, h)
