@@ -224,7 +224,12 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 			}
 			return nil
 		}
-		restoreGroup(get(d.group), d.meta, start)
+		// Writes of one group's metadata may land out of order (an
+		// emptied group's is written in the background): the highest
+		// generation wins.
+		if g := get(d.group); d.meta.Generation >= g.generation {
+			restoreGroup(g, d.meta, start)
+		}
 		return nil
 	})
 	c.mu.Lock()
@@ -285,7 +290,12 @@ func restoreGroup(g *group, v *kmsg.GroupMetadataValue, now time.Time) {
 		}
 		g.members[m.id] = m
 	}
-	g.setState(stateEmpty, now)
+	// An empty group's offsets expire counting from when it emptied.
+	since := now
+	if v.CurrentStateTimestamp > 0 {
+		since = time.UnixMilli(v.CurrentStateTimestamp)
+	}
+	g.setState(stateEmpty, since)
 }
 
 // newMemberID returns a fresh member id: the client id (or instance id)

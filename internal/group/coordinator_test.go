@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -282,3 +283,52 @@ func TestLoadFailure(t *testing.T) {
 type failingLoad struct{ memStore }
 
 func (*failingLoad) Load(context.Context, func(key, value []byte) error) error { return errStoreDown }
+
+// Group metadata records can land out of order (an emptied group's is
+// written in the background): on load the highest generation wins, and an
+// empty group's offsets expire counting from when it emptied, not from
+// the load.
+func TestLoadOrderAndEmptySince(t *testing.T) {
+	clk := &fakeClock{now: time.UnixMilli(1_700_000_000_000)}
+	cfg := testConfig(clk)
+	cfg.OffsetsRetention = time.Hour
+	value := func(gen int32, members int, since time.Time) []byte {
+		g := newGroup("g", since)
+		g.protocolType, g.generation = "consumer", gen
+		for i := range members {
+			id := fmt.Sprintf("m%d", i)
+			g.members[id] = &member{id: id, sessionTimeout: 10 * time.Second, rebalanceTimeout: 10 * time.Second}
+		}
+		if members > 0 {
+			g.protocol, g.leader = "range", "m0"
+			for _, m := range g.members {
+				m.protocols = []protocol{{"range", consumerMeta("t")}}
+			}
+		}
+		return groupValue(g)
+	}
+	emptied := clk.now.Add(-50 * time.Minute)
+	store := &memStore{recs: []records.KV{
+		{Key: offsetKey("g", "t", 0), Value: offsetValue(Offset{Offset: 5, LeaderEpoch: -1, CommitTimestamp: emptied.Add(-time.Hour).UnixMilli()})},
+		{Key: groupKey("g"), Value: value(3, 0, emptied)},                   // generation 3: emptied
+		{Key: groupKey("g"), Value: value(2, 2, emptied.Add(-time.Minute))}, // a late write of generation 2
+	}}
+	c := New(cfg)
+	defer c.Close()
+	c.Elected(0, 1, 1, store)
+	h := &harness{t: t, clk: clk, store: store, c: c, cfg: cfg}
+	h.waitLoaded(0)
+	h.inspect("g", func(g *group) {
+		if g == nil || g.generation != 3 || len(g.members) != 0 || g.state != stateEmpty {
+			t.Fatalf("loaded group: %+v", g)
+		}
+	})
+	// Emptied 50 minutes ago with a one-hour retention: the offset lives
+	// 10 more minutes, not a full hour from the load.
+	h.tick(9 * time.Minute)
+	if got, _ := h.fetch("g"); len(got) != 1 {
+		t.Fatalf("offsets expired early: %v", got)
+	}
+	h.tick(2 * time.Minute)
+	waitFor(t, "the offset to expire", func() bool { got, _ := h.fetch("g"); return len(got) == 0 })
+}
