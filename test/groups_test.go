@@ -238,7 +238,10 @@ func TestGroupLifecycle(t *testing.T) {
 		t.Fatalf("%d records consumed more than once with a stable group", dups)
 	}
 	for _, m := range []*groupMember{a, b, d} {
-		if m.count == 0 {
+		m.mu.Lock()
+		n := m.count
+		m.mu.Unlock()
+		if n == 0 {
 			t.Errorf("%s consumed nothing", m.name)
 		}
 	}
