@@ -298,6 +298,25 @@ func TestGroupLifecycle(t *testing.T) {
 	c.Restart(victim)
 	a.leave()
 	t.Logf("coordinator %d killed; committed offsets %v before, %v after", victim, before, after)
+
+	// The last member is gone; a new one resumes exactly at the committed
+	// offsets: it reads the new records and none of the old.
+	newest := produceEach(t, c, topic, 6, 20)
+	r.mu.Lock()
+	counts := maps.Clone(r.seen)
+	r.mu.Unlock()
+	e := r.join("member-e")
+	if dups := r.waitSeen(newest); dups != 0 {
+		t.Errorf("%d new records consumed twice", dups)
+	}
+	e.leave()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for v, n := range r.seen {
+		if !newest[v] && n != counts[v] {
+			t.Errorf("%s consumed again by the restarted group", v)
+		}
+	}
 }
 
 // produceEach writes n records to every partition of topic and returns the
