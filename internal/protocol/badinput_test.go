@@ -62,6 +62,10 @@ func TestBadInput(t *testing.T) {
 		{name: "min int32 length", input: sizeOnly(0x80000000, 1, 2, 3, 4)},
 		{name: "2 GiB length", input: sizeOnly(0x7fffffff, 0, 3, 0, 1), maxAlloc: 16 << 20},
 		{name: "just over the limit", input: sizeOnly(DefaultMaxRequestBytes+1, 0, 3, 0, 1), maxAlloc: 16 << 20},
+		{name: "Metadata frame over the non-Produce cap", input: sizeOnly(DefaultMaxNonProduceRequestBytes+1, 0, 3, 0, 1), maxAlloc: 4 << 20},
+		{name: "unknown key frame over the non-Produce cap", input: sizeOnly(64<<20, 0x27, 0x0f, 0, 1), maxAlloc: 4 << 20},
+		// A Produce frame may be larger: the server waits for its body.
+		{name: "Produce frame over the non-Produce cap", input: sizeOnly(DefaultMaxNonProduceRequestBytes+1, 0, 0, 0, 9), stall: true},
 		{name: "zero length", input: sizeOnly(0)},
 		{name: "shorter than a header", input: sizeOnly(6, 0, 18, 0, 0, 0, 1)},
 		{name: "unknown api key", input: rawFrame(9999, 0)},

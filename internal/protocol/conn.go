@@ -133,6 +133,20 @@ func (c *conn) readLoop() {
 			c.log.Debug("protocol: closing connection", "err", fmt.Errorf("%w: %d-byte frame is shorter than a request header", ErrMalformed, size))
 			return
 		}
+		if size > c.s.cfg.MaxNonProduceRequestBytes {
+			c.setReadDeadline()
+			keyBytes, err := br.Peek(2)
+			if err != nil {
+				c.logReadError(err, false)
+				c.shutdown()
+				return
+			}
+			if key := int16(binary.BigEndian.Uint16(keyBytes)); key != produceKey {
+				c.log.Debug("protocol: closing connection", "err", fmt.Errorf("%w: %d-byte frame for API key %d, max %d for anything but Produce",
+					ErrFrameSize, size, key, c.s.cfg.MaxNonProduceRequestBytes))
+				return
+			}
+		}
 		// A fresh buffer per request: the decoded body aliases it, and a
 		// handler may keep it (a Later closure, records being
 		// replicated) after this loop has moved on.

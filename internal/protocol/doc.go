@@ -49,6 +49,12 @@
 //     A client can therefore make the server allocate MaxRequestBytes by
 //     sending a size prefix alone; Config.MaxConnections bounds how many
 //     such buffers can exist.
+//   - Every request but Produce is further capped at
+//     Config.MaxNonProduceRequestBytes (16 MiB): its API key is peeked
+//     before the body is read, and a larger frame closes the connection.
+//     Only Produce carries bulk data, and its records stay bytes aliasing
+//     the frame; the other requests decode into Go structures of up to
+//     tens of times their wire size (below), which this cap bounds.
 //   - Config.MaxInFlight (100) bounds the queue of a connection's requests
 //     that are handled but not yet answered; with the one being written and
 //     the one just handled, at most MaxInFlight+2 are pending. When the
@@ -125,8 +131,12 @@
 // These figures, taken without the race detector, include this package's
 // own re-encoding (1x); FuzzDecodeRequest fails any input that exceeds 64x.
 // Decoded requests are released once answered, so what one connection can
-// hold is bounded by about (MaxInFlight+2) x MaxRequestBytes x 45; a broker
-// that wants a tighter bound lowers MaxRequestBytes or MaxInFlight.
+// hold is bounded by about (MaxInFlight+2) x MaxNonProduceRequestBytes x 45
+// for those requests, and by (MaxInFlight+2) x MaxRequestBytes x ~8 for
+// Produce (a partition entry decodes to a few tens of bytes for at least
+// ten on the wire; the records are not decoded); a broker that wants a
+// tighter bound lowers those limits or MaxInFlight. There is no
+// server-wide budget yet (Kafka's queued.max.request.bytes).
 //
 // # Goroutines and shutdown
 //

@@ -13,9 +13,19 @@ import (
 // Defaults for zero Config fields, Kafka's where Kafka has one.
 const (
 	DefaultMaxRequestBytes = 104857600 // socket.request.max.bytes
-	DefaultIdleTimeout     = 10 * time.Minute
-	DefaultWriteTimeout    = 30 * time.Second
-	DefaultMaxInFlight     = 100
+	// DefaultMaxNonProduceRequestBytes is the default frame cap of requests
+	// other than Produce: far above what any of them needs (a SyncGroup
+	// carrying the assignments of a very large group, an OffsetCommit of
+	// thousands of partitions with metadata), far below what decoding a
+	// 100 MiB frame of tiny array elements would cost.
+	DefaultMaxNonProduceRequestBytes = 16 << 20
+
+	// produceKey is Produce's API key, the one request exempt from
+	// MaxNonProduceRequestBytes.
+	produceKey          = 0
+	DefaultIdleTimeout  = 10 * time.Minute
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultMaxInFlight  = 100
 )
 
 // Config configures a Server. The zero value of every field selects its
@@ -25,6 +35,13 @@ type Config struct {
 	// frame longer than this, or negative, closes the connection before
 	// anything is allocated.
 	MaxRequestBytes int32
+	// MaxNonProduceRequestBytes caps the frames of every request but
+	// Produce (default DefaultMaxNonProduceRequestBytes, never above
+	// MaxRequestBytes): only Produce carries bulk data, and the others
+	// decode into Go structures up to tens of times their wire size (see
+	// the package documentation). A larger frame closes the connection
+	// once its API key is read, before the body is.
+	MaxNonProduceRequestBytes int32
 	// Versions reports the implemented version range of an API key;
 	// requests for other keys or versions are not passed to the handler
 	// (see the package documentation for ApiVersions). The range is further
@@ -58,6 +75,10 @@ func (c Config) withDefaults() Config {
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if c.MaxNonProduceRequestBytes <= 0 {
+		c.MaxNonProduceRequestBytes = DefaultMaxNonProduceRequestBytes
+	}
+	c.MaxNonProduceRequestBytes = min(c.MaxNonProduceRequestBytes, c.MaxRequestBytes)
 	if c.Versions == nil {
 		c.Versions = kmsgVersions
 	}
