@@ -85,7 +85,7 @@ func TestDockerKillLeader(t *testing.T) {
 		return nil
 	})
 	t.Logf("new leader of kill/0 after %v", time.Since(killedAt).Round(time.Millisecond))
-	p.WaitAcked(t, 0, 200, 30*time.Second)
+	p.WaitAcked(t, 0, 200, 60*time.Second)
 	t.Logf("writes to kill/0 acknowledged again %v after the kill", time.Since(killedAt).Round(time.Millisecond))
 
 	victim.Start()
@@ -149,7 +149,7 @@ func TestDockerPartitionLeader(t *testing.T) {
 		return nil
 	})
 	t.Logf("broker %d leads cut/0 in epoch %d, %v after the cut", newState.Leader, newState.LeaderEpoch, time.Since(cutAt).Round(time.Millisecond))
-	p.WaitAcked(t, 0, 200, 30*time.Second)
+	p.WaitAcked(t, 0, 200, 60*time.Second)
 	t.Logf("writes acknowledged again %v after the cut", time.Since(cutAt).Round(time.Millisecond))
 
 	old.Connect()
