@@ -174,3 +174,47 @@ func TestDockerPartitionLeader(t *testing.T) {
 	t.Logf("producer: %d sent, %d acknowledged, %d failed", sent, len(acked), failed)
 	CheckNoLoss(t, acked, c.ReadAll("cut"))
 }
+
+// TestDockerFaultControls exercises the harness's other faults: a paused
+// broker does not answer and answers again once thawed; stopped (SIGTERM)
+// and started, and restarted, brokers register again.
+func TestDockerFaultControls(t *testing.T) {
+	c := Start(t, 3)
+	ready := func(n *Node) func() error { return func() error { return n.ready(3) } }
+
+	n3 := c.Node(3)
+	n3.Pause()
+	if err := n3.ready(3); err == nil {
+		t.Errorf("paused broker 3 answered")
+	}
+	n3.Unpause()
+	c.WaitFor(30*time.Second, ready(n3))
+
+	n2 := c.Node(2)
+	n2.Stop()
+	if err := n2.ready(3); err == nil {
+		t.Errorf("stopped broker 2 answered")
+	}
+	n2.Start()
+	c.WaitFor(60*time.Second, ready(n2))
+
+	n1 := c.Node(1)
+	n1.Restart()
+	c.WaitFor(60*time.Second, func() error {
+		for _, n := range c.Nodes {
+			if err := n.ready(3); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Broker 3 was frozen about as long as its session timeout (the failed
+	// request's timeout); if its session expired, it exited and the
+	// supervisor started it again. The others must not have exited.
+	t.Logf("paused broker 3 restarted by the supervisor %d times", n3.Restarts())
+	for _, n := range []*Node{n1, n2} {
+		if r := n.Restarts(); r != 0 {
+			t.Errorf("broker %d restarted by the supervisor %d times", n.ID, r)
+		}
+	}
+}
