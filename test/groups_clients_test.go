@@ -15,7 +15,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
 )
 
 // sharedTopic creates a topic of six partitions and returns a producer
