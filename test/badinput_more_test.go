@@ -60,7 +60,8 @@ func rawRecordBytes(value []byte, headerCount int64) []byte {
 // gzipBombFile is the gzip (best compression) of one record as
 // rawRecordBytes encodes it: no key, a 200 MiB value of 'a', no headers.
 // Kept in testdata because compressing 200 MiB takes tens of seconds
-// under the race detector; -update-bomb writes it again.
+// under the race detector; `go test ./test -run TestBadInputMore/gzip
+// -update-bomb` writes it again (byte for byte the same).
 const gzipBombFile = "testdata/gzip-bomb-200MB.bin"
 
 var updateBomb = flag.Bool("update-bomb", false, "rewrite "+gzipBombFile)
