@@ -492,6 +492,9 @@ func testBrokerPartitionedFromEtcd(t *testing.T, fault func(*Cluster, int32)) {
 	// what the broker does in the meantime.
 	status := c.WaitExit(victim, c.SessionTimeout+30*time.Second+5*time.Second+10*time.Second)
 	t.Logf("broker %d exited %v after the partition began: %s", victim, time.Since(cutAt).Round(time.Millisecond), exitStatus(status))
+	if status == nil {
+		t.Errorf("broker %d exited with status 0 after losing its registration; a supervisor restarting on failure would leave it down", victim)
+	}
 	logs := c.Broker(victim).Proc.Stderr(t)
 	if !strings.Contains(logs, "broker registration lost; shutting down") {
 		t.Errorf("broker %d's log does not say it lost its registration:\n%s", victim, logs)

@@ -91,6 +91,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 }
 
 // Run starts a broker and serves until ctx is done, then shuts it down.
+// If the broker loses its registration first it shuts down too, and Run
+// returns an error wrapping coord.ErrSessionLost.
 func Run(ctx context.Context, cfg Config) error {
 	b, err := Start(ctx, cfg)
 	if err != nil {
@@ -98,10 +100,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	select {
 	case <-ctx.Done():
+		return b.Close()
 	case <-b.session.Done():
 		b.logger.Error("broker registration lost; shutting down")
+		// A non-zero exit, whatever Close reports: a supervisor that
+		// restarts on failure (systemd, Docker's on-failure) must restart
+		// the broker.
+		return errors.Join(fmt.Errorf("broker: %w", coord.ErrSessionLost), b.Close())
 	}
-	return b.Close()
 }
 
 func (b *Broker) start(ctx context.Context) error {

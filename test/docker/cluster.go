@@ -196,10 +196,10 @@ const supervisorInterval = 500 * time.Millisecond
 // policy): a broker that exits on its own is started again, once it is on
 // the network. samsa exits when it loses its registration (a broker cut
 // off from etcd for longer than its session timeout) and relies on being
-// restarted; its exit status may then be 0, and while a container is off
+// restarted (its exit status is then non-zero); while a container is off
 // the network its etcd member cannot bind its peer address, so Docker's
-// own restart policies (on-failure ignores status 0; unless-stopped backs
-// off up to a minute) fit poorly. A broker the test stopped (Kill, Stop)
+// own restart policies (on-failure and unless-stopped back off up to a
+// minute) fit poorly. A broker the test stopped (Kill, Stop)
 // stays down until Start.
 func (c *Cluster) supervise() {
 	defer close(c.supervisorDone)
