@@ -513,12 +513,14 @@ func TestClusterHarness(t *testing.T) {
 	}
 
 	// Resumed, it finds its session lost and shuts down (broker.Run
-	// returns). Its exit status is whatever closing the broker returned:
-	// 0 today, since etcd is reachable and the lease is simply gone; a
-	// supervisor that restarts only failed processes would leave it down.
+	// returns an error): a failure status, so that a supervisor that
+	// restarts only failed processes restarts it.
 	c.Resume(victim)
 	status := c.WaitExit(victim, 30*time.Second)
 	t.Logf("resumed broker %d exited: %v", victim, exitStatus(status))
+	if status == nil {
+		t.Errorf("resumed broker %d exited with status 0 after losing its session", victim)
+	}
 	if logs := c.Broker(victim).Proc.Stderr(t); !strings.Contains(logs, "broker registration lost; shutting down") {
 		t.Errorf("broker %d's log does not say why it stopped:\n%s", victim, procTailFile(c.Broker(victim).Proc.stderrPath, 4096))
 	}
