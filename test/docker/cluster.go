@@ -77,6 +77,8 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	clients []*kgo.Client
+	// onRestart, if set, is called by the supervisor after each restart.
+	onRestart func(id int32, exit string)
 
 	// stopSupervisor ends the supervisor; supervisorDone is closed when it
 	// has ended.
@@ -232,7 +234,22 @@ func (n *Node) superviseOnce() {
 		return
 	}
 	n.restarts++
-	n.c.t.Logf("supervisor: broker %d exited (status %s), started again", n.ID, strings.TrimPrefix(strings.TrimSpace(out), "exited "))
+	status := strings.TrimPrefix(strings.TrimSpace(out), "exited ")
+	n.c.t.Logf("supervisor: broker %d exited (status %s), started again", n.ID, status)
+	n.c.mu.Lock()
+	f := n.c.onRestart
+	n.c.mu.Unlock()
+	if f != nil {
+		f(n.ID, status)
+	}
+}
+
+// OnRestart sets a function the supervisor calls after each restart of a
+// broker that exited on its own, with the broker's id and exit status.
+func (c *Cluster) OnRestart(f func(id int32, exitStatus string)) {
+	c.mu.Lock()
+	c.onRestart = f
+	c.mu.Unlock()
 }
 
 // Restarts is how often the supervisor started the broker again after it

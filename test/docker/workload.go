@@ -17,6 +17,8 @@ import (
 type Ack struct {
 	Partition int32
 	Offset    int64
+	// At is when the producer saw the acknowledgement.
+	At time.Time
 }
 
 // Producer writes unique values ("<prefix>-<n>") to a topic with acks=all
@@ -83,7 +85,7 @@ func (p *Producer) run(interval time.Duration) {
 				p.failed[v] = err
 				return
 			}
-			p.acked[v] = Ack{Partition: r.Partition, Offset: r.Offset}
+			p.acked[v] = Ack{Partition: r.Partition, Offset: r.Offset, At: time.Now()}
 			p.perP[r.Partition]++
 		})
 	}

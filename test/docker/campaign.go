@@ -1,0 +1,564 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A campaign runs a nemesis (random faults, one at a time, each held for a
+// random time and healed) against a cluster while an acks=all producer
+// writes unique values and a consumer reads along, then heals everything,
+// reads every partition back and checks the history (see Check).
+
+// FaultKind names a fault the nemesis injects.
+type FaultKind string
+
+// The nemesis's faults. Each takes at most one broker away at a time, so a
+// topic with replication factor 3 and min.insync.replicas 2 must keep every
+// acknowledged write.
+const (
+	// FaultKillLeader is kill -9 of the leader of a random partition.
+	FaultKillLeader FaultKind = "kill-leader"
+	// FaultKillRandom is kill -9 of a random broker.
+	FaultKillRandom FaultKind = "kill-random"
+	// FaultKillController is kill -9 of the controller.
+	FaultKillController FaultKind = "kill-controller"
+	// FaultPause freezes a random broker for longer than the session
+	// timeout (it loses its registration, exits once thawed and is
+	// started again by the supervisor).
+	FaultPause FaultKind = "pause"
+	// FaultIsolate disconnects a random broker from the network.
+	FaultIsolate FaultKind = "isolate"
+	// FaultRollingRestart restarts every broker in turn with SIGTERM,
+	// waiting for full ISRs after each.
+	FaultRollingRestart FaultKind = "rolling-restart"
+)
+
+// AllFaults is the default fault mix, each kind equally likely.
+var AllFaults = []FaultKind{FaultKillLeader, FaultKillRandom, FaultKillController, FaultPause, FaultIsolate, FaultRollingRestart}
+
+// Event is one entry of a campaign's history.
+type Event struct {
+	At time.Time
+	// What is "inject", "heal", "healthy", "unhealthy", "restarted" or "note".
+	What   string
+	Fault  FaultKind
+	Broker int32
+	Detail string
+}
+
+// History is a campaign's timeline of injections, heals and observations;
+// safe for concurrent use.
+type History struct {
+	mu     sync.Mutex
+	Start  time.Time
+	events []Event
+}
+
+// NewHistory starts a history at now.
+func NewHistory() *History { return &History{Start: time.Now()} }
+
+// Add records an event at now.
+func (h *History) Add(what string, kind FaultKind, broker int32, format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, Event{At: time.Now(), What: what, Fault: kind, Broker: broker, Detail: fmt.Sprintf(format, args...)})
+}
+
+// Events returns a copy of the events, in order.
+func (h *History) Events() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Event(nil), h.events...)
+}
+
+// Rel formats t relative to the history's start (and in UTC).
+func (h *History) Rel(t time.Time) string {
+	return fmt.Sprintf("+%7.3fs (%s)", t.Sub(h.Start).Seconds(), t.UTC().Format("15:04:05.000"))
+}
+
+func (h *History) format(e Event) string {
+	s := h.Rel(e.At) + " " + e.What
+	if e.Fault != "" {
+		s += " " + string(e.Fault)
+	}
+	if e.Broker > 0 {
+		s += fmt.Sprintf(" broker %d", e.Broker)
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// String is the whole history, one event a line.
+func (h *History) String() string {
+	var b strings.Builder
+	for _, e := range h.Events() {
+		b.WriteString("  " + h.format(e) + "\n")
+	}
+	return b.String()
+}
+
+// Around is the history from the last injection before `before` ahead of
+// t until `after` past t (at least the fault in force at t, if any, and
+// what followed shortly), with a marker line at t.
+func (h *History) Around(t time.Time, mark string, before, after time.Duration) string {
+	evs := h.Events()
+	from := t.Add(-before)
+	// Widen the window back to the injection of the fault that was in
+	// force (or last injected) before t.
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].At.Before(t) && evs[i].What == "inject" {
+			if evs[i].At.Before(from) {
+				from = evs[i].At
+			}
+			break
+		}
+	}
+	var b strings.Builder
+	marked := false
+	for _, e := range evs {
+		if e.At.Before(from) || e.At.After(t.Add(after)) {
+			continue
+		}
+		if !marked && e.At.After(t) {
+			b.WriteString("  " + h.Rel(t) + " >>> " + mark + "\n")
+			marked = true
+		}
+		b.WriteString("  " + h.format(e) + "\n")
+	}
+	if !marked {
+		b.WriteString("  " + h.Rel(t) + " >>> " + mark + "\n")
+	}
+	return b.String()
+}
+
+// Read is one record the live consumer read.
+type Read struct {
+	Partition int32
+	Offset    int64
+	Value     string
+	At        time.Time
+}
+
+// Consumer reads assigned partitions of a topic from their start while a
+// campaign runs, recording every record with its offset and time.
+type Consumer struct {
+	cl     *kgo.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	reads  []Read
+	errs   int
+	last   error
+}
+
+// StartConsumer starts reading partitions 0..partitions-1 of topic from
+// their start (no group: assigned partitions) until Stop.
+func (c *Cluster) StartConsumer(topic string, partitions int32) *Consumer {
+	c.t.Helper()
+	assign := map[int32]kgo.Offset{}
+	for p := range partitions {
+		assign[p] = kgo.NewOffset().AtStart()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	co := &Consumer{
+		cl:     c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign})),
+		cancel: cancel,
+		done:   make(chan struct{}),
+	}
+	go co.run(ctx)
+	return co
+}
+
+func (co *Consumer) run(ctx context.Context) {
+	defer close(co.done)
+	for ctx.Err() == nil {
+		fs := co.cl.PollFetches(ctx)
+		now := time.Now()
+		co.mu.Lock()
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				co.errs++
+				co.last = err
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			co.reads = append(co.reads, Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: now})
+		})
+		co.mu.Unlock()
+	}
+}
+
+// Count is the number of records read so far.
+func (co *Consumer) Count() int {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return len(co.reads)
+}
+
+// Stop stops the consumer and returns what it read, in order, with the
+// number of fetch errors it saw and the last one.
+func (co *Consumer) Stop() (reads []Read, errs int, last error) {
+	co.cancel()
+	<-co.done
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return append([]Read(nil), co.reads...), co.errs, co.last
+}
+
+// Anomaly is one violated check.
+type Anomaly struct {
+	// Check is "lost", "duplicate", "offset-conflict", "non-monotonic"
+	// or "read-truncated".
+	Check string
+	// At is the time the evidence relates to (the acknowledgement or the
+	// read).
+	At     time.Time
+	Detail string
+}
+
+// Check checks a campaign's outcome: acked is every acknowledgement,
+// final every partition's log read back after healing, reads what the
+// live consumer read. It reports
+//   - lost: an acknowledged value not in the final log at its offset;
+//   - duplicate: a value stored at more than one offset (every value is
+//     written once; acknowledged or not);
+//   - offset-conflict: two values acknowledged at one offset;
+//   - non-monotonic: the consumer read a partition's offsets out of
+//     (strictly increasing) order;
+//   - read-truncated: the consumer read a value at an offset where the
+//     final log has another value or none (it read data that was later
+//     truncated away).
+func Check(acked map[string]Ack, final map[int32]map[int64]string, reads []Read) []Anomaly {
+	var out []Anomaly
+	// Where each value is stored in the final log.
+	stored := map[string][]Ack{}
+	for p, byOff := range final {
+		for o, v := range byOff {
+			stored[v] = append(stored[v], Ack{Partition: p, Offset: o})
+		}
+	}
+	byPos := map[Ack]string{}
+	vals := make([]string, 0, len(acked))
+	for v := range acked {
+		vals = append(vals, v)
+	}
+	sort.Strings(vals)
+	for _, v := range vals {
+		a := acked[v]
+		pos := Ack{Partition: a.Partition, Offset: a.Offset}
+		if other, ok := byPos[pos]; ok {
+			out = append(out, Anomaly{"offset-conflict", a.At, fmt.Sprintf("%s and %s both acknowledged at partition %d offset %d (final log: %q)",
+				other, v, a.Partition, a.Offset, final[a.Partition][a.Offset])})
+		}
+		byPos[pos] = v
+		if got, ok := final[a.Partition][a.Offset]; !ok || got != v {
+			where := "nothing"
+			if ok {
+				where = fmt.Sprintf("%q", got)
+			}
+			out = append(out, Anomaly{"lost", a.At, fmt.Sprintf("%s acknowledged at partition %d offset %d, final log has %s there; stored at %s",
+				v, a.Partition, a.Offset, where, positions(stored[v]))})
+		}
+	}
+	// Every value is written once: one stored twice was duplicated,
+	// acknowledged or not.
+	var dups []string
+	for v, at := range stored {
+		if len(at) > 1 {
+			dups = append(dups, v)
+		}
+	}
+	sort.Strings(dups)
+	for _, v := range dups {
+		note, at := "not acknowledged", time.Time{}
+		if a, ok := acked[v]; ok {
+			note, at = fmt.Sprintf("acknowledged at partition %d offset %d", a.Partition, a.Offset), a.At
+		}
+		out = append(out, Anomaly{"duplicate", at, fmt.Sprintf("%s (%s) stored %d times: at %s", v, note, len(stored[v]), positions(stored[v]))})
+	}
+	last := map[int32]Read{}
+	for _, r := range reads {
+		if prev, ok := last[r.Partition]; ok && r.Offset <= prev.Offset {
+			out = append(out, Anomaly{"non-monotonic", r.At, fmt.Sprintf("consumer read partition %d offset %d (%s) after offset %d (%s, read at %s)",
+				r.Partition, r.Offset, r.Value, prev.Offset, prev.Value, prev.At.UTC().Format("15:04:05.000"))})
+		}
+		last[r.Partition] = r
+		if got, ok := final[r.Partition][r.Offset]; !ok || got != r.Value {
+			where := "nothing"
+			if ok {
+				where = fmt.Sprintf("%q", got)
+			}
+			ackNote := "not acknowledged"
+			if a, ok := acked[r.Value]; ok {
+				ackNote = fmt.Sprintf("acknowledged at partition %d offset %d", a.Partition, a.Offset)
+			}
+			out = append(out, Anomaly{"read-truncated", r.At, fmt.Sprintf("consumer read %s at partition %d offset %d (%s), final log has %s there",
+				r.Value, r.Partition, r.Offset, ackNote, where)})
+		}
+	}
+	return out
+}
+
+func positions(as []Ack) string {
+	if len(as) == 0 {
+		return "nowhere"
+	}
+	sort.Slice(as, func(i, j int) bool {
+		if as[i].Partition != as[j].Partition {
+			return as[i].Partition < as[j].Partition
+		}
+		return as[i].Offset < as[j].Offset
+	})
+	var s []string
+	for _, a := range as {
+		s = append(s, fmt.Sprintf("%d/%d", a.Partition, a.Offset))
+	}
+	return strings.Join(s, ", ")
+}
+
+// Report formats anomalies for a failed campaign: a count per check, then
+// each of the first few anomalies of each check with the history around
+// its time.
+func Report(h *History, anomalies []Anomaly, perCheck int) string {
+	if len(anomalies) == 0 {
+		return "no anomalies"
+	}
+	count := map[string]int{}
+	for _, a := range anomalies {
+		count[a.Check]++
+	}
+	var checks []string
+	for c := range count {
+		checks = append(checks, fmt.Sprintf("%s: %d", c, count[c]))
+	}
+	sort.Strings(checks)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d anomalies (%s)\n", len(anomalies), strings.Join(checks, ", "))
+	shown := map[string]int{}
+	for _, a := range anomalies {
+		if shown[a.Check] >= perCheck {
+			continue
+		}
+		shown[a.Check]++
+		if a.At.IsZero() {
+			fmt.Fprintf(&b, "\nVIOLATED %s: %s\n", a.Check, a.Detail)
+			continue
+		}
+		fmt.Fprintf(&b, "\nVIOLATED %s at %s: %s\nhistory around it:\n%s", a.Check, h.Rel(a.At), a.Detail,
+			h.Around(a.At, a.Check+" ("+a.Detail+")", 15*time.Second, 5*time.Second))
+	}
+	return b.String()
+}
+
+// Nemesis injects random faults into a cluster, one at a time, recording
+// each injection and heal in a history. Its methods must be called from
+// the test's goroutine.
+type Nemesis struct {
+	c       *Cluster
+	h       *History
+	rnd     *rand.Rand
+	topic   string
+	parts   int32
+	faults  []FaultKind
+	Counts  map[FaultKind]int
+	healthy time.Duration
+}
+
+// NewNemesis returns a nemesis drawing faults from kinds with rnd; topic
+// and its partition count choose partition leaders for FaultKillLeader and
+// decide when the cluster is healthy again (every partition with its full
+// ISR).
+func NewNemesis(c *Cluster, h *History, rnd *rand.Rand, topic string, partitions int32, kinds []FaultKind) *Nemesis {
+	c.OnRestart(func(id int32, exit string) {
+		h.Add("restarted", "", id, "exited on its own (status %s), the supervisor started it again", exit)
+	})
+	return &Nemesis{c: c, h: h, rnd: rnd, topic: topic, parts: partitions, faults: kinds,
+		Counts: map[FaultKind]int{}, healthy: 90 * time.Second}
+}
+
+// Run injects faults until d has passed: each is held for a random time,
+// healed, and followed by a wait for every ISR to be full again and a
+// short quiet spell. It returns an error if the cluster did not heal.
+func (nm *Nemesis) Run(d time.Duration) error {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		kind := nm.faults[nm.rnd.IntN(len(nm.faults))]
+		nm.Counts[kind]++
+		if err := nm.inject(kind); err != nil {
+			return err
+		}
+		if err := nm.WaitHealthy(nm.healthy); err != nil {
+			return err
+		}
+		quiet := time.Duration(500+nm.rnd.IntN(1500)) * time.Millisecond
+		if time.Now().Add(quiet).After(end) {
+			break
+		}
+		time.Sleep(quiet)
+	}
+	return nil
+}
+
+// hold is how long a fault lasts: 1.5 to 5 s.
+func (nm *Nemesis) hold() time.Duration {
+	return time.Duration(1500+nm.rnd.IntN(3500)) * time.Millisecond
+}
+
+func (nm *Nemesis) randomBroker() *Node { return nm.c.Nodes[nm.rnd.IntN(len(nm.c.Nodes))] }
+
+func (nm *Nemesis) inject(kind FaultKind) error {
+	switch kind {
+	case FaultKillLeader, FaultKillRandom, FaultKillController:
+		var victim *Node
+		detail := "random broker"
+		switch kind {
+		case FaultKillLeader:
+			p := nm.rnd.Int32N(nm.parts)
+			if st, err := nm.partition(p); err == nil && st.Leader > 0 {
+				victim = nm.c.Node(st.Leader)
+				detail = fmt.Sprintf("leader of %s/%d (epoch %d)", nm.topic, p, st.LeaderEpoch)
+			} else {
+				nm.h.Add("note", kind, 0, "leader of %s/%d unknown (%v), killing a random broker", nm.topic, p, err)
+			}
+		case FaultKillController:
+			if id, err := nm.controller(); err == nil && id > 0 {
+				victim = nm.c.Node(id)
+				detail = "controller"
+			} else {
+				nm.h.Add("note", kind, 0, "controller unknown (%v), killing a random broker", err)
+			}
+		}
+		if victim == nil {
+			victim = nm.randomBroker()
+		}
+		hold := nm.hold()
+		nm.h.Add("inject", kind, victim.ID, "kill -9 of the %s, for %v", detail, hold)
+		victim.Kill()
+		time.Sleep(hold)
+		victim.Start()
+		nm.h.Add("heal", kind, victim.ID, "started again")
+	case FaultPause:
+		victim := nm.randomBroker()
+		hold := nm.c.SessionTimeout + nm.hold()
+		nm.h.Add("inject", kind, victim.ID, "paused (SIGSTOP of every process) for %v (session timeout %v)", hold, nm.c.SessionTimeout)
+		victim.Pause()
+		time.Sleep(hold)
+		victim.Unpause()
+		nm.h.Add("heal", kind, victim.ID, "unpaused")
+	case FaultIsolate:
+		victim := nm.randomBroker()
+		hold := nm.hold()
+		if nm.rnd.IntN(2) == 0 {
+			// Sometimes longer than the session timeout: the broker
+			// loses its registration and exits; the supervisor starts
+			// it again once it is reconnected.
+			hold += nm.c.SessionTimeout
+		}
+		nm.h.Add("inject", kind, victim.ID, "disconnected from the network for %v", hold)
+		victim.Disconnect()
+		time.Sleep(hold)
+		victim.Connect()
+		nm.h.Add("heal", kind, victim.ID, "reconnected")
+	case FaultRollingRestart:
+		order := nm.rnd.Perm(len(nm.c.Nodes))
+		nm.h.Add("inject", kind, 0, "SIGTERM restart of brokers in order %v", nodeIDs(nm.c, order))
+		for _, i := range order {
+			n := nm.c.Nodes[i]
+			nm.h.Add("note", kind, n.ID, "restarting (SIGTERM)")
+			n.Restart()
+			nm.h.Add("note", kind, n.ID, "restarted")
+			if err := nm.WaitHealthy(nm.healthy); err != nil {
+				return err
+			}
+		}
+		nm.h.Add("heal", kind, 0, "every broker restarted")
+	default:
+		return fmt.Errorf("unknown fault %q", kind)
+	}
+	return nil
+}
+
+func nodeIDs(c *Cluster, idx []int) []int32 {
+	var ids []int32
+	for _, i := range idx {
+		ids = append(ids, c.Nodes[i].ID)
+	}
+	return ids
+}
+
+// partition asks the brokers in turn for partition p's state.
+func (nm *Nemesis) partition(p int32) (PartitionState, error) {
+	var last error
+	for _, n := range nm.c.Nodes {
+		st, err := n.Partition(nm.topic, p)
+		if err == nil {
+			return st, nil
+		}
+		last = err
+	}
+	return PartitionState{}, last
+}
+
+// controller asks the brokers in turn for the controller's id.
+func (nm *Nemesis) controller() (int32, error) {
+	var last error
+	for _, n := range nm.c.Nodes {
+		md, err := n.metadata()
+		if err == nil && md.ControllerID > 0 {
+			return md.ControllerID, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("broker %d: no controller", n.ID)
+		}
+		last = err
+	}
+	return 0, last
+}
+
+// WaitHealthy waits until every broker sees every partition of the topic
+// led and with its full replica set in the ISR, recording the outcome.
+func (nm *Nemesis) WaitHealthy(timeout time.Duration) error {
+	start := time.Now()
+	deadline := start.Add(timeout)
+	for {
+		var err error
+		for _, n := range nm.c.Nodes {
+			if err = n.fullISR(nm.topic, nm.parts); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			nm.h.Add("healthy", "", 0, "every ISR full after %v", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			nm.h.Add("unhealthy", "", 0, "ISRs not full after %v: %v", timeout, err)
+			return fmt.Errorf("cluster not healthy %v after healing: %w", timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Summary is the per-kind fault count, e.g. "kill-leader=2 pause=1".
+func (nm *Nemesis) Summary() string {
+	var s []string
+	total := 0
+	for _, k := range AllFaults {
+		if n := nm.Counts[k]; n > 0 {
+			s = append(s, fmt.Sprintf("%s=%d", k, n))
+			total += n
+		}
+	}
+	return fmt.Sprintf("%d faults (%s)", total, strings.Join(s, " "))
+}
