@@ -380,8 +380,9 @@ type Nemesis struct {
 // decide when the cluster is healthy again (every partition with its full
 // ISR).
 func NewNemesis(c *Cluster, h *History, rnd *rand.Rand, topic string, partitions int32, kinds []FaultKind) *Nemesis {
-	c.OnRestart(func(id int32, exit string) {
-		h.Add("restarted", "", id, "exited on its own (status %s), the supervisor started it again", exit)
+	c.OnRestart(func(id int32, exit, lastLines string) {
+		h.Add("restarted", "", id, "exited on its own (status %s), the supervisor started it again; its last lines:\n      %s",
+			exit, strings.ReplaceAll(lastLines, "\n", "\n      "))
 	})
 	return &Nemesis{c: c, h: h, rnd: rnd, topic: topic, parts: partitions, faults: kinds,
 		Counts: map[FaultKind]int{}, healthy: 90 * time.Second}

@@ -84,7 +84,12 @@ func TestDockerCampaign(t *testing.T) {
 			n.Start()
 		}
 	}
-	healthyErr := nm.WaitHealthy(2 * time.Minute)
+	wait := 2 * time.Minute
+	if runErr != nil {
+		// It already waited in vain.
+		wait = 30 * time.Second
+	}
+	healthyErr := nm.WaitHealthy(wait)
 	if healthyErr != nil {
 		t.Errorf("after the campaign: %v", healthyErr)
 	}

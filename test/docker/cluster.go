@@ -78,7 +78,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	clients []*kgo.Client
 	// onRestart, if set, is called by the supervisor after each restart.
-	onRestart func(id int32, exit string)
+	onRestart func(id int32, exit, lastLines string)
 
 	// stopSupervisor ends the supervisor; supervisorDone is closed when it
 	// has ended.
@@ -229,24 +229,32 @@ func (n *Node) superviseOnce() {
 	if err != nil || !strings.HasPrefix(out, "exited") {
 		return
 	}
+	// Why it exited: the last lines of its output, before the restart
+	// appends more.
+	why := strings.TrimSpace(n.Logs(exitLogLines))
 	if _, err := docker("start", n.Name); err != nil {
 		n.c.t.Logf("supervisor: broker %d exited (%s), start failed: %v", n.ID, strings.TrimSpace(out), err)
 		return
 	}
 	n.restarts++
 	status := strings.TrimPrefix(strings.TrimSpace(out), "exited ")
-	n.c.t.Logf("supervisor: broker %d exited (status %s), started again", n.ID, status)
+	n.c.t.Logf("supervisor: broker %d exited (status %s), started again; its last lines:\n%s", n.ID, status, why)
 	n.c.mu.Lock()
 	f := n.c.onRestart
 	n.c.mu.Unlock()
 	if f != nil {
-		f(n.ID, status)
+		f(n.ID, status, why)
 	}
 }
 
+// exitLogLines is how many of an exited broker's last log lines the
+// supervisor reports.
+const exitLogLines = 4
+
 // OnRestart sets a function the supervisor calls after each restart of a
-// broker that exited on its own, with the broker's id and exit status.
-func (c *Cluster) OnRestart(f func(id int32, exitStatus string)) {
+// broker that exited on its own, with the broker's id, exit status and
+// last log lines.
+func (c *Cluster) OnRestart(f func(id int32, exitStatus, lastLines string)) {
 	c.mu.Lock()
 	c.onRestart = f
 	c.mu.Unlock()
