@@ -385,7 +385,7 @@ func NewNemesis(c *Cluster, h *History, rnd *rand.Rand, topic string, partitions
 			exit, strings.ReplaceAll(lastLines, "\n", "\n      "))
 	})
 	return &Nemesis{c: c, h: h, rnd: rnd, topic: topic, parts: partitions, faults: kinds,
-		Counts: map[FaultKind]int{}, healthy: 90 * time.Second}
+		Counts: map[FaultKind]int{}, healthy: 45 * time.Second}
 }
 
 // Run injects faults until d has passed: each is held for a random time,
