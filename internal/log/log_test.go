@@ -556,6 +556,16 @@ func TestLeaderEpochCache(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(t, []EpochEntry{{1, 2}, {7, 4}}, 4, nil)
+		// A replica that led epoch 7 without appending, now a follower,
+		// truncates at its LEO: nothing is cut but the empty epoch goes,
+		// durably (Kafka's truncateTo does the same).
+		if err := l.Truncate(4); err != nil {
+			t.Fatal(err)
+		}
+		check(t, []EpochEntry{{1, 2}}, 4, [][3]int64{{1, 1, 4}, {7, -1, -1}})
+		l.Close()
+		l = mustOpen(t, env.dir, cfg)
+		check(t, []EpochEntry{{1, 2}}, 4, nil)
 	})
 }
 

@@ -9,9 +9,10 @@ import (
 // that straddles offset is removed whole, so the new LEO is the end of the
 // last batch kept (offset itself when offset is a batch boundary). The leader epoch cache loses the
 // epochs starting at or above the new LEO and producer state is rebuilt
-// from the latest snapshot below it. offset >= LEO is a no-op; offset at or
-// below the log start offset empties the log and restarts it at offset. The
-// truncation is durable when Truncate returns.
+// from the latest snapshot below it. offset >= LEO cuts no record but
+// still drops epochs starting at the LEO (epochs without records); offset
+// at or below the log start offset empties the log and restarts it at
+// offset. The truncation is durable when Truncate returns.
 //
 // Truncate blocks appends while it cuts files (not while it syncs them).
 func (l *Log) Truncate(offset int64) error {
@@ -22,9 +23,21 @@ func (l *Log) Truncate(offset int64) error {
 		l.mu.Unlock()
 		return err
 	}
-	if offset >= l.leoLocked() {
+	if leo := l.leoLocked(); offset >= leo {
+		// Nothing to cut, but the epoch cache may end with an epoch that
+		// holds no records: this replica led it and was replaced before
+		// appending. It goes, as in Kafka's truncateTo; a follower
+		// reporting it as its last fetched epoch would be told of the
+		// same divergence, truncate to no effect, and ask again forever.
+		dropped := l.epochs.truncateFromEnd(leo)
+		if dropped {
+			l.epochsDirty = true
+		}
 		l.mu.Unlock()
-		return nil
+		if !dropped {
+			return nil
+		}
+		return l.flushRoundLocked(false)
 	}
 	if offset <= l.startOffset {
 		// Nothing visible stays; batches below the start offset that share

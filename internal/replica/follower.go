@@ -96,9 +96,9 @@ func (p *Partition) TruncateToDivergence(leaderEpoch int32, leaderEndOffset int6
 			to = min(to, end)
 		}
 	}
-	if to >= leo {
-		return leo, nil
-	}
+	// Truncate even at the LEO: it also drops a trailing epoch without
+	// records (this replica led it and was replaced before appending),
+	// which would otherwise make every fetch report the same divergence.
 	if err := p.log.Truncate(to); err != nil {
 		return 0, err
 	}

@@ -224,3 +224,36 @@ func TestFollowerFetchMayJoin(t *testing.T) {
 		t.Fatalf("proposed ISR %v, want [1 2]", isr)
 	}
 }
+
+// A replica elected leader (epoch 1) that appends nothing before another
+// replica takes over must drop that empty epoch when the new leader tells
+// it the logs diverge at its LEO: otherwise it keeps reporting epoch 1 as
+// its last fetched epoch, is told the same divergence, and never catches
+// up (found by the container fault campaign).
+func TestDivergenceAtLEODropsEmptyEpoch(t *testing.T) {
+	p := newPartition(t, 1)
+	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(batch(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BecomeLeader(1, []int32{1}, single); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BecomeFollower(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, last := p.FetchPosition(); last != 1 {
+		t.Fatalf("last fetched epoch before the divergence: %d, want 1 (the empty epoch)", last)
+	}
+	// The new leader's answer for epoch 1: its largest epoch at most 1 is
+	// 0, which ends at 5, this replica's LEO.
+	leo, err := p.TruncateToDivergence(0, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, last := p.FetchPosition(); leo != 5 || off != 5 || last != 0 {
+		t.Fatalf("after the divergence: LEO %d, fetch position %d in epoch %d; want 5, 5, 0", leo, off, last)
+	}
+}
