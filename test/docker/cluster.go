@@ -37,6 +37,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	samsatest "github.com/samsa-io/samsa/test"
 )
 
 const (
@@ -372,24 +374,7 @@ func (c *Cluster) Admin() *kadm.Client { return kadm.NewClient(c.Client()) }
 // last error after timeout.
 func (c *Cluster) WaitFor(timeout time.Duration, cond func() error) {
 	c.t.Helper()
-	WaitFor(c.t, timeout, cond)
-}
-
-// WaitFor polls cond every 100 ms until it returns nil, failing the test
-// with cond's last error after timeout.
-func WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	samsatest.WaitFor(c.t, timeout, cond)
 }
 
 // CreateTopic creates a topic and waits until every broker's metadata shows

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	samsatest "github.com/samsa-io/samsa/test"
 )
 
 // Ack is where the cluster said it stored an acknowledged record.
@@ -107,7 +109,7 @@ func (p *Producer) Acked(partition int32) int {
 func (p *Producer) WaitAcked(t testing.TB, partition int32, n int, timeout time.Duration) {
 	t.Helper()
 	start := p.Acked(partition)
-	WaitFor(t, timeout, func() error {
+	samsatest.WaitFor(t, timeout, func() error {
 		if got := p.Acked(partition) - start; got < n {
 			return fmt.Errorf("%d of %d more records acknowledged on partition %d", got, n, partition)
 		}
