@@ -68,20 +68,7 @@ func readReplicaBatches(dir string) ([]rawBatch, error) {
 		if err != nil {
 			return nil, err
 		}
-		for len(b) >= batchHeaderLen {
-			size := int64(int32(binary.BigEndian.Uint32(b[8:12]))) + 12
-			if size < batchHeaderLen || size > int64(len(b)) {
-				break
-			}
-			base := int64(binary.BigEndian.Uint64(b))
-			out = append(out, rawBatch{
-				base:  base,
-				last:  base + int64(int32(binary.BigEndian.Uint32(b[23:27]))),
-				epoch: int32(binary.BigEndian.Uint32(b[12:16])),
-				bytes: b[:size],
-			})
-			b = b[size:]
-		}
+		out = append(out, segmentBatches(b)...)
 	}
 	return out, nil
 }
@@ -104,6 +91,28 @@ func (c *Cluster) checkClient(testing.TB) *kgo.Client { return c.client }
 func (c *Cluster) dataDir(id int32) string            { return c.Broker(id).Proc.DataDir }
 func (c *Cluster) serving(id int32) bool              { return c.Running(id) && !c.Broker(id).paused }
 func (c *Cluster) etcdEndpoint() string               { return c.EtcdAddr }
+
+// segmentBatches splits one segment file's bytes into its whole batches;
+// a tail that holds no whole batch (preallocated zeros, a torn write) ends
+// it.
+func segmentBatches(b []byte) []rawBatch {
+	var out []rawBatch
+	for len(b) >= batchHeaderLen {
+		size := int64(int32(binary.BigEndian.Uint32(b[8:12]))) + 12
+		if size < batchHeaderLen || size > int64(len(b)) {
+			break
+		}
+		base := int64(binary.BigEndian.Uint64(b))
+		out = append(out, rawBatch{
+			base:  base,
+			last:  base + int64(int32(binary.BigEndian.Uint32(b[23:27]))),
+			epoch: int32(binary.BigEndian.Uint32(b[12:16])),
+			bytes: b[:size],
+		})
+		b = b[size:]
+	}
+	return out
+}
 
 // replicaDir is the log directory of topic-partition on broker id.
 func replicaDir(c checkedCluster, id int32, topic string, partition int32) string {

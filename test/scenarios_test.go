@@ -6,7 +6,6 @@ package test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -265,14 +264,11 @@ func truncateReplicaLog(t testing.TB, c *Cluster, id int32, topic string, p int3
 			t.Fatal(err)
 		}
 		pos := int64(0)
-		for rest := b; len(rest) >= batchHeaderLen; {
-			size := int64(int32(binary.BigEndian.Uint32(rest[8:]))) + 12
-			first := int64(binary.BigEndian.Uint64(rest))
-			if size < batchHeaderLen || size > int64(len(rest)) || first >= end {
+		for _, batch := range segmentBatches(b) {
+			if batch.base >= end {
 				break
 			}
-			pos += size
-			rest = rest[size:]
+			pos += int64(len(batch.bytes))
 		}
 		if err := os.Truncate(n, pos); err != nil {
 			t.Fatal(err)
