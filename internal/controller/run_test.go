@@ -85,10 +85,11 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
 	}
 }
 
-// Three brokers; the leader of a partition dies, then the controller dies:
-// each time a live ISR replica takes over with a higher leader epoch, and
-// the new controller carries on from etcd state alone.
-func TestControllerFailover(t *testing.T) {
+// startCandidates starts an embedded etcd and controller candidates for
+// brokers 1, 2 and 3 of cluster, and returns them with an admin client and
+// its metadata cache; all are closed when the test ends (etcd last).
+func startCandidates(t *testing.T, cluster string) (map[int32]*candidate, *coord.Client, *coord.Cache) {
+	t.Helper()
 	e, err := coord.StartEmbedded(context.Background(), coord.EmbeddedConfig{
 		Dir: t.TempDir(), Name: "ctl", ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -96,24 +97,36 @@ func TestControllerFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	// Registered first, so closed after the candidates' cleanups, which
+	// still need it.
+	t.Cleanup(func() { e.Close() })
 	eps := e.Endpoints()
 	cands := map[int32]*candidate{}
 	for _, id := range []int32{1, 2, 3} {
-		cands[id] = startCandidate(t, eps, "failover", id)
+		cands[id] = startCandidate(t, eps, cluster, id)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	admin, err := coord.Connect(ctx, eps, "failover")
+	admin, err := coord.Connect(ctx, eps, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close()
+	t.Cleanup(func() { admin.Close() })
 	cache, err := admin.NewCache(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cache.Close()
+	t.Cleanup(func() { cache.Close() })
+	return cands, admin, cache
+}
+
+// Three brokers; the leader of a partition dies, then the controller dies:
+// each time a live ISR replica takes over with a higher leader epoch, and
+// the new controller carries on from etcd state alone.
+func TestControllerFailover(t *testing.T) {
+	cands, admin, cache := startCandidates(t, "failover")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 
 	// Partition 0 led by 2, partition 1 by 3.
 	topic := meta.Topic{Name: "t", ID: meta.NewTopicID(), Partitions: [][]int32{{2, 3, 1}, {3, 1, 2}}}
@@ -193,32 +206,9 @@ func TestControllerFailover(t *testing.T) {
 // leadership and ISR memberships, and a controller elected after the flag
 // was set (failover in the middle) acts on it from etcd alone.
 func TestControllerActsOnRecoveringFlag(t *testing.T) {
-	e, err := coord.StartEmbedded(context.Background(), coord.EmbeddedConfig{
-		Dir: t.TempDir(), Name: "ctl", ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Closed after the candidates' cleanups, which still need it.
-	t.Cleanup(func() { e.Close() })
-	eps := e.Endpoints()
-	cands := map[int32]*candidate{}
-	for _, id := range []int32{1, 2, 3} {
-		cands[id] = startCandidate(t, eps, "recovering", id)
-	}
+	cands, admin, cache := startCandidates(t, "recovering")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	admin, err := coord.Connect(ctx, eps, "recovering")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	cache, err := admin.NewCache(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cache.Close()
 	waitFor(t, 10*time.Second, func() error {
 		if cache.Snapshot().ControllerID < 0 {
 			return fmt.Errorf("no controller")
