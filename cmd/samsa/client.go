@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -86,4 +87,22 @@ func kafkaErr(err error, msg string) error {
 		return err
 	}
 	return fmt.Errorf("%w (%s)", err, msg)
+}
+
+// extraOptions are shared by the subcommands of a command registered
+// through extraCommands (cluster, group).
+type extraOptions struct {
+	globalOptions
+	// timeout bounds a whole subcommand, retries included.
+	timeout time.Duration
+}
+
+// withAdmin runs fn with an admin client for the brokers of the root's
+// --bootstrap-server. extraCommands constructors get no shared options, so
+// the flag is read here, after parsing.
+func (o *extraOptions) withAdmin(cmd *cobra.Command, fn func(context.Context, *kadm.Client) error) error {
+	if f := cmd.Flag("bootstrap-server"); f != nil {
+		o.bootstrap = f.Value.String()
+	}
+	return o.globalOptions.withAdmin(cmd.Context(), o.timeout, fn)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-func newClusterDescribeCmd(o *clusterOptions) *cobra.Command {
+func newClusterDescribeCmd(o *extraOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe",
 		Short: "Show the brokers (alive or not), the controller, and each broker's partition leaders and replicas",

@@ -15,15 +15,15 @@ import (
 // electOptions are `samsa cluster elect-leaders`' flags, like
 // kafka-leader-election.sh's.
 type electOptions struct {
-	*clusterOptions
+	*extraOptions
 	electionType string
 	topic        string
 	partition    int32
 	all          bool
 }
 
-func newClusterElectCmd(o *clusterOptions) *cobra.Command {
-	e := &electOptions{clusterOptions: o}
+func newClusterElectCmd(o *extraOptions) *cobra.Command {
+	e := &electOptions{extraOptions: o}
 	cmd := &cobra.Command{
 		Use:   "elect-leaders",
 		Short: "Run preferred (or unclean) leader elections, like kafka-leader-election.sh",

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-func newGroupDeleteCmd(o *groupOptions) *cobra.Command {
+func newGroupDeleteCmd(o *extraOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete <group>...",
 		Short: "Delete inactive groups and their committed offsets",
@@ -57,7 +57,7 @@ func groupDeleteErr(group string, err error) error {
 	return fmt.Errorf("deleting group %q: %w", group, err)
 }
 
-func newGroupDeleteOffsetsCmd(o *groupOptions) *cobra.Command {
+func newGroupDeleteOffsetsCmd(o *extraOptions) *cobra.Command {
 	var (
 		group  string
 		topics []string

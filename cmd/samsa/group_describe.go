@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-func newGroupDescribeCmd(o *groupOptions) *cobra.Command {
+func newGroupDescribeCmd(o *extraOptions) *cobra.Command {
 	var members, state bool
 	cmd := &cobra.Command{
 		Use:   "describe [group...]",

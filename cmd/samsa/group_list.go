@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
-func newGroupListCmd(o *groupOptions) *cobra.Command {
+func newGroupListCmd(o *extraOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the groups of every broker with their state and protocol type",

@@ -19,7 +19,7 @@ import (
 // resetOptions are the flags of `group reset-offsets`, named as
 // kafka-consumer-groups.sh --reset-offsets names them.
 type resetOptions struct {
-	*groupOptions
+	*extraOptions
 	group      string
 	topics     []string
 	allTopics  bool
@@ -35,8 +35,8 @@ type resetOptions struct {
 // required.
 var resetScenarios = []string{"to-earliest", "to-latest", "to-offset", "to-datetime", "shift-by"}
 
-func newGroupResetOffsetsCmd(o *groupOptions) *cobra.Command {
-	r := &resetOptions{groupOptions: o}
+func newGroupResetOffsetsCmd(o *extraOptions) *cobra.Command {
+	r := &resetOptions{extraOptions: o}
 	cmd := &cobra.Command{
 		Use:   "reset-offsets --group G (--topic T[:p,p...]... | --all-topics) (--to-earliest | --to-latest | --to-offset N | --to-datetime T | --shift-by N) [--execute]",
 		Short: "Reset a group's committed offsets (a dry run unless --execute)",
