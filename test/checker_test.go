@@ -18,13 +18,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -42,36 +39,6 @@ import (
 // checkSettleTimeout bounds how long CheckReplication waits for every
 // running replica to be back in the ISR and the logs to agree.
 const checkSettleTimeout = 90 * time.Second
-
-// rawBatch is one record batch as stored in a segment file.
-type rawBatch struct {
-	base, last int64
-	epoch      int32
-	bytes      []byte
-}
-
-// batchHeaderLen is the v2 batch header's size: the smallest batch.
-const batchHeaderLen = 61
-
-// readReplicaBatches returns the batches of one replica's log directory in
-// offset order. A segment's tail that holds no whole batch (preallocated
-// zeros, a torn write) ends that segment.
-func readReplicaBatches(dir string) ([]rawBatch, error) {
-	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names) // zero-padded base offsets
-	var out []rawBatch
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, segmentBatches(b)...)
-	}
-	return out, nil
-}
 
 // checkedCluster is what the checker needs of a cluster: the process
 // harness (Cluster) and the in-process one (inProcessCluster) both are.
@@ -91,28 +58,6 @@ func (c *Cluster) checkClient(testing.TB) *kgo.Client { return c.client }
 func (c *Cluster) dataDir(id int32) string            { return c.Broker(id).Proc.DataDir }
 func (c *Cluster) serving(id int32) bool              { return c.Running(id) && !c.Broker(id).paused }
 func (c *Cluster) etcdEndpoint() string               { return c.EtcdAddr }
-
-// segmentBatches splits one segment file's bytes into its whole batches;
-// a tail that holds no whole batch (preallocated zeros, a torn write) ends
-// it.
-func segmentBatches(b []byte) []rawBatch {
-	var out []rawBatch
-	for len(b) >= batchHeaderLen {
-		size := int64(int32(binary.BigEndian.Uint32(b[8:12]))) + 12
-		if size < batchHeaderLen || size > int64(len(b)) {
-			break
-		}
-		base := int64(binary.BigEndian.Uint64(b))
-		out = append(out, rawBatch{
-			base:  base,
-			last:  base + int64(int32(binary.BigEndian.Uint32(b[23:27]))),
-			epoch: int32(binary.BigEndian.Uint32(b[12:16])),
-			bytes: b[:size],
-		})
-		b = b[size:]
-	}
-	return out
-}
 
 // replicaDir is the log directory of topic-partition on broker id.
 func replicaDir(c checkedCluster, id int32, topic string, partition int32) string {
@@ -170,88 +115,15 @@ func checkLogs(c checkedCluster, cl *kgo.Client, topics []string) error {
 	return nil
 }
 
-// compareReplicas checks one partition: ISR members identical below hw,
-// epochs monotonic on every replica.
+// compareReplicas checks one partition of a checked cluster (see
+// CompareReplicas).
 func compareReplicas(c checkedCluster, topic string, partition int32, isr, replicas []int32, hw int64) error {
-	var ref []byte
-	refID := int32(-1)
+	dirs := map[int32]string{}
 	for _, r := range replicas {
-		dir := replicaDir(c, r, topic, partition)
-		batches, err := readReplicaBatches(dir)
-		if err != nil {
-			return fmt.Errorf("replica %d of %s-%d: %v", r, topic, partition, err)
-		}
-		if err := checkEpochs(dir, batches); err != nil {
-			return fmt.Errorf("replica %d of %s-%d: %v", r, topic, partition, err)
-		}
-		if !slices.Contains(isr, r) {
-			continue
-		}
-		var below []byte
-		reached := int64(0)
-		for _, b := range batches {
-			if b.base >= hw {
-				break
-			}
-			below = append(below, b.bytes...)
-			reached = b.last + 1
-		}
-		if reached < hw {
-			return fmt.Errorf("ISR member %d of %s-%d holds offsets up to %d, below the high watermark %d", r, topic, partition, reached, hw)
-		}
-		if ref == nil {
-			ref, refID = below, r
-			continue
-		}
-		if !bytes.Equal(below, ref) {
-			return fmt.Errorf("%s-%d: ISR members %d and %d differ below the high watermark %d (%d and %d bytes, first difference at byte %d)",
-				topic, partition, refID, r, hw, len(ref), len(below), firstDifference(ref, below))
-		}
+		dirs[r] = replicaDir(c, r, topic, partition)
 	}
-	return nil
-}
-
-func firstDifference(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
-}
-
-// checkEpochs checks that batch leader epochs never decrease along the log
-// and that the leader-epoch checkpoint, if present, is strictly increasing
-// in both epoch and start offset.
-func checkEpochs(dir string, batches []rawBatch) error {
-	for i := 1; i < len(batches); i++ {
-		if batches[i].epoch < batches[i-1].epoch {
-			return fmt.Errorf("batch at offset %d has leader epoch %d after epoch %d", batches[i].base, batches[i].epoch, batches[i-1].epoch)
-		}
-		if batches[i].base != batches[i-1].last+1 {
-			return fmt.Errorf("batch at offset %d follows one ending at %d", batches[i].base, batches[i-1].last)
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "leader-epoch-checkpoint"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	prevEpoch, prevStart := int64(-1), int64(-1)
-	for _, line := range lines[min(2, len(lines)):] {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			return fmt.Errorf("leader-epoch-checkpoint line %q", line)
-		}
-		e, err1 := strconv.ParseInt(f[0], 10, 32)
-		s, err2 := strconv.ParseInt(f[1], 10, 64)
-		if err1 != nil || err2 != nil || e <= prevEpoch || s < prevStart {
-			return fmt.Errorf("leader-epoch-checkpoint entry %q after epoch %d at %d", line, prevEpoch, prevStart)
-		}
-		prevEpoch, prevStart = e, s
+	if err := CompareReplicas(dirs, isr, hw); err != nil {
+		return fmt.Errorf("%s-%d: %w", topic, partition, err)
 	}
 	return nil
 }

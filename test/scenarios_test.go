@@ -114,14 +114,14 @@ func checkpointedHW(t testing.TB, c *Cluster, id int32, topic string, p int32) i
 // disk.
 func logEnd(t testing.TB, c *Cluster, id int32, topic string, p int32) int64 {
 	t.Helper()
-	batches, err := readReplicaBatches(replicaDir(c, id, topic, p))
+	batches, err := ReadReplicaBatches(replicaDir(c, id, topic, p))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(batches) == 0 {
 		return 0
 	}
-	return batches[len(batches)-1].last + 1
+	return batches[len(batches)-1].Last + 1
 }
 
 // A follower falls out of the ISR three ways — it cannot reach the leader
@@ -264,11 +264,11 @@ func truncateReplicaLog(t testing.TB, c *Cluster, id int32, topic string, p int3
 			t.Fatal(err)
 		}
 		pos := int64(0)
-		for _, batch := range segmentBatches(b) {
-			if batch.base >= end {
+		for _, batch := range SegmentBatches(b) {
+			if batch.Base >= end {
 				break
 			}
-			pos += int64(len(batch.bytes))
+			pos += int64(len(batch.Bytes))
 		}
 		if err := os.Truncate(n, pos); err != nil {
 			t.Fatal(err)
