@@ -167,38 +167,85 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 	deadline := renewed.Add(ttlNow - lostMargin(ttlNow))
 	kctx, stop := context.WithCancel(c.ctx)
 	s.stop = stop
-	ka, err := c.etcd.KeepAlive(kctx, g.ID)
-	if err != nil {
-		stop()
-		revoke()
-		return nil, c.wrapErr(op, err)
-	}
-	if err := c.goStart(func() { s.run(ka, deadline) }); err != nil {
+	if err := c.goStart(func() { s.run(kctx, deadline) }); err != nil {
 		stop()
 		return nil, fmt.Errorf("coord: %s: %w", op, err)
 	}
 	return s, nil
 }
 
-// run drains the keepalive responses and watches the lease deadline; it
-// closes done when the lease is lost or the session closed.
-func (s *Session) run(ka <-chan *clientv3.LeaseKeepAliveResponse, deadline time.Time) {
+// keepAliveInterval is how often a session renews its lease: an eighth of
+// the TTL, between 100 ms and 1 s.
+//
+// The session renews with one KeepAliveOnce at a time, each bounded by
+// keepAliveAttempt, retried every keepAliveRetry after a failure, rather
+// than with etcd's KeepAlive stream. A member that is not the etcd leader
+// forwards a renewal to the leader and waits for it for up to its request
+// timeout (7 s by default); when the leader's host is cut off or dead
+// (packets dropped, not refused), that wait outlasts the lease, and the
+// stream's renewals queue behind it, although the other members elect a
+// new leader (which extends every lease) within a second or two. Killing
+// or isolating one broker of three then cost the other brokers their
+// registrations. A bounded attempt gives up on the old leader, and the
+// retry is forwarded to the new one.
+func keepAliveInterval(ttl time.Duration) time.Duration {
+	return min(max(ttl/8, 100*time.Millisecond), time.Second)
+}
+
+// keepAliveRetry is how soon a failed renewal is tried again.
+const keepAliveRetry = 100 * time.Millisecond
+
+// keepAliveAttempt bounds one renewal: a fifth of the TTL, between 500 ms
+// and 2 s.
+func keepAliveAttempt(ttl time.Duration) time.Duration {
+	return min(max(ttl/5, 500*time.Millisecond), 2*time.Second)
+}
+
+// run renews the lease until the session is closed or lost, and closes
+// done then. The session is lost when etcd says the lease is gone, or when
+// no renewal has succeeded for the TTL less lostMargin (counted from when
+// the last successful renewal was sent, which is no later than etcd
+// counts it from).
+func (s *Session) run(ctx context.Context, deadline time.Time) {
 	defer close(s.done)
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	ttl := s.ttl
+	wait := keepAliveInterval(ttl)
 	for {
+		timer := time.NewTimer(min(wait, time.Until(deadline)))
 		select {
-		case resp, ok := <-ka:
-			if !ok {
-				s.finish("keepalive ended (lease expired, revoked, or etcd unreachable)")
-				return
-			}
-			ttl := time.Duration(resp.TTL) * time.Second
-			timer.Reset(ttl - lostMargin(ttl))
+		case <-ctx.Done():
+			timer.Stop()
+			s.finish("closed")
+			return
 		case <-timer.C:
+		}
+		if !time.Now().Before(deadline) {
 			s.stop() // let the lease expire; etcd deletes the registration
 			s.finish("no keepalive answered within the lease TTL")
 			return
+		}
+		sent := time.Now()
+		attemptEnd := sent.Add(keepAliveAttempt(ttl))
+		if deadline.Before(attemptEnd) {
+			attemptEnd = deadline
+		}
+		rctx, cancel := context.WithDeadline(ctx, attemptEnd)
+		resp, err := s.client.etcd.KeepAliveOnce(rctx, s.lease)
+		cancel()
+		switch {
+		case err == nil && resp.TTL > 0:
+			ttl = time.Duration(resp.TTL) * time.Second
+			deadline = sent.Add(ttl - lostMargin(ttl))
+			wait = keepAliveInterval(ttl)
+		case errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil:
+			s.finish("lease expired or revoked")
+			return
+		case ctx.Err() != nil:
+			s.finish("closed")
+			return
+		default:
+			// etcd unreachable or without a leader: try again soon.
+			wait = keepAliveRetry
 		}
 	}
 }
