@@ -105,6 +105,9 @@ type Node struct {
 	// Signal("KILL"), until Start); disconnected while it is off the
 	// network; paused while frozen.
 	down, disconnected, paused bool
+	// cuts are the packet filters in force (netfault.go), applied again
+	// after every start.
+	cuts map[cut]bool
 	// restarts counts the supervisor's restarts.
 	restarts int
 }
@@ -237,6 +240,9 @@ func (n *Node) superviseOnce() {
 	if _, err := docker("start", n.Name); err != nil {
 		n.c.t.Logf("supervisor: broker %d exited (%s), start failed: %v", n.ID, strings.TrimSpace(out), err)
 		return
+	}
+	if err := n.applyCutsLocked(); err != nil {
+		n.c.t.Logf("supervisor: broker %d: %v", n.ID, err)
 	}
 	n.restarts++
 	status := strings.TrimPrefix(strings.TrimSpace(out), "exited ")
@@ -509,12 +515,25 @@ func (n *Node) Start() {
 	n.c.t.Helper()
 	n.do(func() { n.down = false }, "start", n.Name)
 	n.waitRunning(true)
+	n.reapplyCuts()
 }
 
 // Restart stops the broker cleanly (SIGTERM) and starts it again.
 func (n *Node) Restart() {
 	n.c.t.Helper()
 	n.do(func() { n.down = false }, "restart", "-t", "30", n.Name)
+	n.reapplyCuts()
+}
+
+// reapplyCuts applies the node's cuts in a newly started container.
+func (n *Node) reapplyCuts() {
+	n.c.t.Helper()
+	n.mu.Lock()
+	err := n.applyCutsLocked()
+	n.mu.Unlock()
+	if err != nil {
+		n.c.t.Fatalf("broker %d: %v", n.ID, err)
+	}
 }
 
 // Pause freezes every process of the container (the freezer cgroup).
