@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -40,10 +41,55 @@ const (
 	// FaultRollingRestart restarts every broker in turn with SIGTERM,
 	// waiting for full ISRs after each.
 	FaultRollingRestart FaultKind = "rolling-restart"
+	// FaultKillCoordinator is kill -9 of the campaign group's
+	// coordinator (a random broker when the campaign runs no group).
+	FaultKillCoordinator FaultKind = "kill-coordinator"
+	// FaultPartitionHalves splits the brokers into a minority and a
+	// majority that cannot reach each other (every port); clients reach
+	// both.
+	FaultPartitionHalves FaultKind = "partition-halves"
+	// FaultPartitionBridge splits the brokers into two halves that
+	// cannot reach each other, except through one broker that reaches
+	// both (with three brokers: two brokers cut from each other).
+	FaultPartitionBridge FaultKind = "partition-bridge"
+	// FaultIsolateLeaderKafka cuts a partition's leader from the other
+	// brokers on the Kafka port only: it keeps its etcd session (and its
+	// leadership) while its followers cannot fetch.
+	FaultIsolateLeaderKafka FaultKind = "isolate-leader-kafka"
+	// FaultIsolateEtcd cuts a random broker from the other etcd members
+	// only (their peer port): it loses its registration while it still
+	// reaches the other brokers and the clients.
+	FaultIsolateEtcd FaultKind = "isolate-etcd"
+	// FaultFlapping cuts and heals random pairs of brokers every 0.2 to
+	// 1 s for a few seconds.
+	FaultFlapping FaultKind = "partition-flapping"
+	// FaultLoseTail is kill -9 of a random broker that also loses the
+	// tail of every log (Node.LoseTail, up to 64 KiB each): data its disk
+	// never got. One broker at a time, which is min.insync.replicas-1.
+	FaultLoseTail FaultKind = "lose-unflushed"
 )
 
 // AllFaults is the default fault mix, each kind equally likely.
-var AllFaults = []FaultKind{FaultKillLeader, FaultKillRandom, FaultKillController, FaultPause, FaultIsolate, FaultRollingRestart}
+var AllFaults = []FaultKind{FaultKillLeader, FaultKillRandom, FaultKillController, FaultKillCoordinator,
+	FaultPause, FaultIsolate, FaultRollingRestart, FaultPartitionHalves, FaultPartitionBridge,
+	FaultIsolateLeaderKafka, FaultIsolateEtcd, FaultFlapping, FaultLoseTail}
+
+// ParseFaults parses a comma-separated fault mix ("kill-leader,pause");
+// "all" or "" is AllFaults. A kind may repeat, to weigh it.
+func ParseFaults(s string) ([]FaultKind, error) {
+	if s == "" || s == "all" {
+		return AllFaults, nil
+	}
+	var out []FaultKind
+	for _, f := range strings.Split(s, ",") {
+		k := FaultKind(strings.TrimSpace(f))
+		if !slices.Contains(AllFaults, k) {
+			return nil, fmt.Errorf("unknown fault %q (known: %v)", k, AllFaults)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
 
 // Event is one entry of a campaign's history.
 type Event struct {
@@ -150,14 +196,24 @@ type Read struct {
 	At        time.Time
 }
 
+// HighWatermark is one partition's high watermark as a fetch response
+// from the partition's leader told the consumer.
+type HighWatermark struct {
+	Partition int32
+	HW        int64
+	At        time.Time
+}
+
 // Consumer reads assigned partitions of a topic from their start while a
-// campaign runs, recording every record with its offset and time.
+// campaign runs, recording every record with its offset and time, and
+// every high watermark the fetch responses carry.
 type Consumer struct {
 	cl     *kgo.Client
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
 	reads  []Read
+	hws    []HighWatermark
 	errs   int
 	last   error
 }
@@ -192,8 +248,13 @@ func (co *Consumer) run(ctx context.Context) {
 				co.last = err
 			}
 		})
-		fs.EachRecord(func(r *kgo.Record) {
-			co.reads = append(co.reads, Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: now})
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if p.Err == nil && p.HighWatermark >= 0 {
+				co.hws = append(co.hws, HighWatermark{Partition: p.Partition, HW: p.HighWatermark, At: now})
+			}
+			for _, r := range p.Records {
+				co.reads = append(co.reads, Read{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value), At: now})
+			}
 		})
 		co.mu.Unlock()
 	}
@@ -214,6 +275,32 @@ func (co *Consumer) Stop() (reads []Read, errs int, last error) {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	return append([]Read(nil), co.reads...), co.errs, co.last
+}
+
+// HighWatermarks returns the high watermarks the consumer was told, in
+// order.
+func (co *Consumer) HighWatermarks() []HighWatermark {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return append([]HighWatermark(nil), co.hws...)
+}
+
+// CheckHighWatermarks reports "hw-regressed" when a partition's high
+// watermark, as fetch responses told a client, went below one the client
+// was told before: what was committed must stay committed (a new leader
+// must not answer with a high watermark below its predecessor's).
+func CheckHighWatermarks(hws []HighWatermark) []Anomaly {
+	var out []Anomaly
+	top := map[int32]HighWatermark{}
+	for _, h := range hws {
+		if prev, ok := top[h.Partition]; ok && h.HW < prev.HW {
+			out = append(out, Anomaly{"hw-regressed", h.At, fmt.Sprintf("partition %d high watermark %d after %d (told at %s)",
+				h.Partition, h.HW, prev.HW, prev.At.UTC().Format("15:04:05.000"))})
+			continue
+		}
+		top[h.Partition] = h
+	}
+	return out
 }
 
 // Anomaly is one violated check.
@@ -365,11 +452,13 @@ func Report(h *History, anomalies []Anomaly, perCheck int) string {
 // each injection and heal in a history. Its methods must be called from
 // the test's goroutine.
 type Nemesis struct {
-	c       *Cluster
-	h       *History
-	rnd     *rand.Rand
-	topic   string
-	parts   int32
+	c     *Cluster
+	h     *History
+	rnd   *rand.Rand
+	topic string
+	parts int32
+	// Group is the campaign group's name, for FaultKillCoordinator.
+	Group   string
 	faults  []FaultKind
 	Counts  map[FaultKind]int
 	healthy time.Duration
@@ -416,11 +505,21 @@ func (nm *Nemesis) hold() time.Duration {
 	return time.Duration(1500+nm.rnd.IntN(3500)) * time.Millisecond
 }
 
+// partitionHold is how long a network fault lasts: hold, and half the time
+// the session timeout more (the cut-off brokers lose their registrations).
+func (nm *Nemesis) partitionHold() time.Duration {
+	h := nm.hold()
+	if nm.rnd.IntN(2) == 0 {
+		h += nm.c.SessionTimeout
+	}
+	return h
+}
+
 func (nm *Nemesis) randomBroker() *Node { return nm.c.Nodes[nm.rnd.IntN(len(nm.c.Nodes))] }
 
 func (nm *Nemesis) inject(kind FaultKind) error {
 	switch kind {
-	case FaultKillLeader, FaultKillRandom, FaultKillController:
+	case FaultKillLeader, FaultKillRandom, FaultKillController, FaultKillCoordinator:
 		var victim *Node
 		detail := "random broker"
 		switch kind {
@@ -438,6 +537,16 @@ func (nm *Nemesis) inject(kind FaultKind) error {
 				detail = "controller"
 			} else {
 				nm.h.Add("note", kind, 0, "controller unknown (%v), killing a random broker", err)
+			}
+		case FaultKillCoordinator:
+			if nm.Group == "" {
+				break
+			}
+			if id, err := nm.c.GroupCoordinator(nm.Group); err == nil && id > 0 {
+				victim = nm.c.Node(id)
+				detail = "coordinator of group " + nm.Group
+			} else {
+				nm.h.Add("note", kind, 0, "coordinator of %s unknown (%v), killing a random broker", nm.Group, err)
 			}
 		}
 		if victim == nil {
@@ -473,7 +582,7 @@ func (nm *Nemesis) inject(kind FaultKind) error {
 		nm.h.Add("heal", kind, victim.ID, "reconnected")
 	case FaultRollingRestart:
 		order := nm.rnd.Perm(len(nm.c.Nodes))
-		nm.h.Add("inject", kind, 0, "SIGTERM restart of brokers in order %v", nodeIDs(nm.c, order))
+		nm.h.Add("inject", kind, 0, "SIGTERM restart of brokers in order %v", ids(nodes(nm.c, order)))
 		for _, i := range order {
 			n := nm.c.Nodes[i]
 			nm.h.Add("note", kind, n.ID, "restarting (SIGTERM)")
@@ -484,18 +593,105 @@ func (nm *Nemesis) inject(kind FaultKind) error {
 			}
 		}
 		nm.h.Add("heal", kind, 0, "every broker restarted")
+	case FaultPartitionHalves, FaultPartitionBridge:
+		order := nm.rnd.Perm(len(nm.c.Nodes))
+		var a, b []*Node
+		what := ""
+		if kind == FaultPartitionHalves {
+			k := len(order) / 2
+			a, b = nodes(nm.c, order[:k]), nodes(nm.c, order[k:])
+			what = fmt.Sprintf("brokers %v cut from %v", ids(a), ids(b))
+		} else {
+			bridge, rest := nm.c.Nodes[order[0]], order[1:]
+			k := len(rest) / 2
+			a, b = nodes(nm.c, rest[:k]), nodes(nm.c, rest[k:])
+			what = fmt.Sprintf("brokers %v cut from %v, broker %d reaching both", ids(a), ids(b), bridge.ID)
+		}
+		hold := nm.partitionHold()
+		nm.h.Add("inject", kind, 0, "%s (every port) for %v", what, hold)
+		for _, x := range a {
+			for _, y := range b {
+				nm.c.Cut(x, y, 0)
+			}
+		}
+		time.Sleep(hold)
+		nm.c.HealCuts()
+		nm.h.Add("heal", kind, 0, "cuts removed")
+	case FaultIsolateLeaderKafka:
+		p := nm.rnd.Int32N(nm.parts)
+		st, err := nm.partition(p)
+		if err != nil || st.Leader <= 0 {
+			nm.h.Add("note", kind, 0, "leader of %s/%d unknown (%v), skipped", nm.topic, p, err)
+			break
+		}
+		leader := nm.c.Node(st.Leader)
+		hold := nm.partitionHold()
+		nm.h.Add("inject", kind, leader.ID, "leader of %s/%d (epoch %d) cut from the other brokers on port %d only, for %v", nm.topic, p, st.LeaderEpoch, KafkaPort, hold)
+		for _, n := range nm.c.Nodes {
+			if n != leader {
+				nm.c.Cut(leader, n, KafkaPort)
+			}
+		}
+		time.Sleep(hold)
+		nm.c.HealCuts()
+		nm.h.Add("heal", kind, leader.ID, "cuts removed")
+	case FaultIsolateEtcd:
+		victim := nm.randomBroker()
+		hold := nm.partitionHold()
+		nm.h.Add("inject", kind, victim.ID, "cut from the other etcd members (port %d) only, for %v", etcdPeerPort, hold)
+		for _, n := range nm.c.Nodes {
+			if n != victim {
+				nm.c.Cut(victim, n, etcdPeerPort)
+			}
+		}
+		time.Sleep(hold)
+		nm.c.HealCuts()
+		nm.h.Add("heal", kind, victim.ID, "cuts removed")
+	case FaultFlapping:
+		hold := nm.partitionHold()
+		nm.h.Add("inject", kind, 0, "random pairs of brokers cut and healed every 0.2-1 s for %v", hold)
+		end := time.Now().Add(hold)
+		toggles := 0
+		for time.Now().Before(end) {
+			nm.c.HealCuts()
+			if nm.rnd.IntN(2) == 0 {
+				pair := nm.rnd.Perm(len(nm.c.Nodes))
+				nm.c.Cut(nm.c.Nodes[pair[0]], nm.c.Nodes[pair[1]], 0)
+				toggles++
+			}
+			time.Sleep(time.Duration(200+nm.rnd.IntN(800)) * time.Millisecond)
+		}
+		nm.c.HealCuts()
+		nm.h.Add("heal", kind, 0, "cuts removed after %d cuts", toggles)
+	case FaultLoseTail:
+		victim := nm.randomBroker()
+		hold := nm.hold()
+		victim.Kill()
+		lost := victim.LoseTail(nm.rnd, 64<<10)
+		nm.h.Add("inject", kind, victim.ID, "kill -9, then log tails cut (%s), down for %v", lost, hold)
+		time.Sleep(hold)
+		victim.Start()
+		nm.h.Add("heal", kind, victim.ID, "started again")
 	default:
 		return fmt.Errorf("unknown fault %q", kind)
 	}
 	return nil
 }
 
-func nodeIDs(c *Cluster, idx []int) []int32 {
-	var ids []int32
+func nodes(c *Cluster, idx []int) []*Node {
+	var out []*Node
 	for _, i := range idx {
-		ids = append(ids, c.Nodes[i].ID)
+		out = append(out, c.Nodes[i])
 	}
-	return ids
+	return out
+}
+
+func ids(ns []*Node) []int32 {
+	var out []int32
+	for _, n := range ns {
+		out = append(out, n.ID)
+	}
+	return out
 }
 
 // partition asks the brokers in turn for partition p's state.

@@ -4,28 +4,53 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestDockerCampaign runs a CI-sized fault campaign: random faults (kill -9
-// of a partition leader, of a random broker, of the controller; a pause
-// longer than the session timeout; a broker cut off the network; a rolling
-// SIGTERM restart), one at a time, each held for a random time and healed,
-// while an idempotent acks=all producer writes unique values to a topic
-// replicated three times (min.insync.replicas=2) and a consumer reads
-// along. Then it heals, waits for full ISRs, reads everything back and
-// checks: every acknowledged value stored exactly once at its
-// acknowledged offset, no two values acknowledged at one offset, the
-// consumer's offsets strictly increasing per partition, and nothing the
-// consumer read later replaced or truncated.
+// TestDockerCampaign runs fault campaigns (one by default, CI-sized): random
+// faults from a fault mix (AllFaults by default: kills of a partition
+// leader, a random broker, the controller and the group coordinator; a
+// pause longer than the session timeout; a broker off the network; a
+// rolling SIGTERM restart; packet-filter partitions: halves, a bridge, the
+// leader cut from its followers on the Kafka port only, a broker cut from
+// etcd only, flapping; a crash that loses log tails), one at a time, each
+// held for a random time and healed, while an idempotent acks=all producer
+// writes unique values to a topic replicated three times
+// (min.insync.replicas=2), a consumer reads along (assigned partitions)
+// and a consumer group of two members reads and commits. Then it heals,
+// waits for full ISRs, reads everything back and checks (Check,
+// CheckHighWatermarks, CheckGroup, Cluster.CheckReplicas):
+//   - every acknowledged value stored exactly once, at its acknowledged
+//     offset; no two values acknowledged at one offset;
+//   - the consumer's offsets strictly increasing per partition, and
+//     nothing any consumer read later replaced or truncated;
+//   - the high watermarks the fetch responses told never going back;
+//   - every acknowledged value read by the group; no acknowledged commit
+//     lost; committed offsets within the log;
+//   - on every replica, leader epochs never decreasing and offsets
+//     contiguous, and the ISR members' logs byte-identical below the high
+//     watermark.
 //
-// SAMSA_CAMPAIGN_DURATION (a Go duration, default 45s) is how long faults
-// are injected; SAMSA_CAMPAIGN_SEED (default: time-based, logged) seeds the
-// fault schedule, so a failing run's schedule can be replayed (its timing
-// depends on the machine).
+// Each run writes its history (every injection and heal, what the
+// workloads saw, the checker's report) to a file in SAMSA_CAMPAIGN_OUT
+// (default: the system's temporary directory), named in the test log.
+//
+// Settings, all optional:
+//   - SAMSA_CAMPAIGN_DURATION: how long faults are injected per run (a Go
+//     duration, default 45s);
+//   - SAMSA_CAMPAIGN_RUNS: how many runs (default 1), each on a fresh
+//     cluster with the next seed;
+//   - SAMSA_CAMPAIGN_SEED: the first run's seed (default: time-based,
+//     logged), so a failing run's schedule can be replayed (its timing
+//     depends on the machine);
+//   - SAMSA_CAMPAIGN_FAULTS: the fault mix, comma-separated FaultKinds
+//     (default all);
+//   - SAMSA_CAMPAIGN_ALLOW_UNHEALED=1: a cluster that does not heal is
+//     logged instead of failing the run (to look at safety alone).
 func TestDockerCampaign(t *testing.T) {
 	duration := 45 * time.Second
 	if s := os.Getenv("SAMSA_CAMPAIGN_DURATION"); s != "" {
@@ -35,6 +60,14 @@ func TestDockerCampaign(t *testing.T) {
 		}
 		duration = d
 	}
+	runs := 1
+	if s := os.Getenv("SAMSA_CAMPAIGN_RUNS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("SAMSA_CAMPAIGN_RUNS=%q: want a positive number", s)
+		}
+		runs = n
+	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("SAMSA_CAMPAIGN_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -43,10 +76,29 @@ func TestDockerCampaign(t *testing.T) {
 		}
 		seed = v
 	}
-	t.Logf("campaign: %v of faults, seed %d (replay: SAMSA_CAMPAIGN_SEED=%d SAMSA_CAMPAIGN_DURATION=%v)", duration, seed, seed, duration)
+	faults, err := ParseFaults(os.Getenv("SAMSA_CAMPAIGN_FAULTS"))
+	if err != nil {
+		t.Fatalf("SAMSA_CAMPAIGN_FAULTS: %v", err)
+	}
+	out := os.Getenv("SAMSA_CAMPAIGN_OUT")
+	if out == "" {
+		out = filepath.Join(os.TempDir(), "samsa-campaign")
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range runs {
+		s := seed + uint64(i)
+		t.Run(fmt.Sprintf("seed-%d", s), func(t *testing.T) { runCampaign(t, s, duration, faults, out) })
+	}
+}
 
+// runCampaign is one campaign run on a fresh cluster.
+func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []FaultKind, outDir string) {
+	t.Logf("campaign: %v of faults %v, seed %d (replay: SAMSA_CAMPAIGN_SEED=%d SAMSA_CAMPAIGN_DURATION=%v)", duration, faults, seed, seed, duration)
 	const (
 		topic      = "campaign"
+		group      = "campaign-group"
 		partitions = 4
 	)
 	began := time.Now()
@@ -55,17 +107,18 @@ func TestDockerCampaign(t *testing.T) {
 	t.Logf("3 brokers up, topic %s (%d partitions, RF 3, min.insync.replicas 2) ready in %v", topic, partitions, time.Since(began).Round(time.Millisecond))
 
 	h := NewHistory()
-	nm := NewNemesis(c, h, rand.New(rand.NewPCG(seed, seed^0x5a3a5a3a)), topic, partitions, AllFaults)
+	nm := NewNemesis(c, h, rand.New(rand.NewPCG(seed, seed^0x5a3a5a3a)), topic, partitions, faults)
+	nm.Group = group
 	p := c.StartProducer(topic, 4*time.Millisecond)
 	co := c.StartConsumer(topic, partitions)
-	h.Add("note", "", 0, "producer and consumer started")
+	g := c.StartGroup(topic, group, 2)
+	h.Add("note", "", 0, "producer, consumer and group of 2 started")
 	p.WaitAcked(t, -1, 200, 30*time.Second)
 	h.Add("note", "", 0, "campaign starts (%d acknowledged so far)", p.Acked(-1))
 
 	// A cluster that does not heal (full ISRs) is a liveness failure
 	// (INVARIANTS.md 14): it ends the fault schedule, the safety checks
-	// still run, and the test fails, unless SAMSA_CAMPAIGN_ALLOW_UNHEALED=1
-	// (to look at safety alone while chasing a liveness bug).
+	// still run, and the test fails, unless SAMSA_CAMPAIGN_ALLOW_UNHEALED=1.
 	liveness := t.Errorf
 	if os.Getenv("SAMSA_CAMPAIGN_ALLOW_UNHEALED") == "1" {
 		liveness = t.Logf
@@ -78,6 +131,7 @@ func TestDockerCampaign(t *testing.T) {
 
 	// Heal everything (the nemesis heals each fault before the next; this
 	// is for a run it ended early) and wait until the cluster is whole.
+	c.HealCuts()
 	for _, n := range c.Nodes {
 		n.mu.Lock()
 		down, disconnected, paused := n.down, n.disconnected, n.paused
@@ -107,13 +161,22 @@ func TestDockerCampaign(t *testing.T) {
 	}
 	acked, sent, failed := p.Stop(t)
 	h.Add("note", "", 0, "producer stopped: %d sent, %d acknowledged, %d failed", sent, len(acked), failed)
-	// Let the consumer catch up with the acknowledged records.
-	deadline := time.Now().Add(30 * time.Second)
-	for co.Count() < len(acked) && time.Now().Before(deadline) {
+	// Let the consumer and the group catch up with the acknowledged
+	// records (what they miss is reported below).
+	deadline := time.Now().Add(60 * time.Second)
+	for (co.Count() < len(acked) || g.Unread(acked) > 0) && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	reads, fetchErrs, lastErr := co.Stop()
-	h.Add("note", "", 0, "consumer stopped: %d records read, %d fetch errors (last: %v)", len(reads), fetchErrs, lastErr)
+	hws := co.HighWatermarks()
+	h.Add("note", "", 0, "consumer stopped: %d records read, %d fetch errors (last: %v), %d high watermarks seen", len(reads), fetchErrs, lastErr, len(hws))
+	gh := g.Stop()
+	h.Add("note", "", 0, "group stopped: %s", gh.Summary())
+	var committed map[int32]int64
+	c.WaitFor(30*time.Second, func() (err error) {
+		committed, err = c.CommittedOffsets(group, topic)
+		return err
+	})
 
 	final := c.ReadAll(topic)
 	stored := 0
@@ -121,18 +184,31 @@ func TestDockerCampaign(t *testing.T) {
 		stored += len(byOff)
 	}
 	anomalies := Check(acked, final, reads)
+	anomalies = append(anomalies, CheckHighWatermarks(hws)...)
+	anomalies = append(anomalies, CheckGroup(acked, final, gh, committed)...)
+	if err := c.CheckReplicas(topic, partitions, 60*time.Second); err != nil {
+		anomalies = append(anomalies, Anomaly{Check: "replicas", Detail: err.Error()})
+	}
 	h.Add("note", "", 0, "final log: %d records; %d anomalies", stored, len(anomalies))
 
-	t.Logf("history:\n%s", h)
-	t.Logf("summary: seed %d, %v of faults: %s; producer %d sent, %d acknowledged, %d failed; consumer read %d (%d fetch errors); final log %d records; anomalies %d; run took %v",
-		seed, duration, nm.Summary(), sent, len(acked), failed, len(reads), fetchErrs, stored, len(anomalies), time.Since(began).Round(time.Second))
+	summary := fmt.Sprintf("seed %d, %v of faults: %s; producer %d sent, %d acknowledged, %d failed; consumer read %d (%d fetch errors); group: %s; final log %d records; anomalies %d; run took %v",
+		seed, duration, nm.Summary(), sent, len(acked), failed, len(reads), fetchErrs, gh.Summary(), stored, len(anomalies), time.Since(began).Round(time.Second))
 	for _, n := range c.Nodes {
 		if r := n.Restarts(); r > 0 {
-			t.Logf("broker %d restarted by the supervisor %d times", n.ID, r)
+			summary += fmt.Sprintf("; broker %d restarted by the supervisor %d times", n.ID, r)
 		}
 	}
+	report := Report(h, anomalies, 5)
+	file := filepath.Join(outDir, fmt.Sprintf("campaign-%d.txt", seed))
+	text := "summary: " + summary + "\n\nhistory:\n" + h.String() + "\nchecker: " + report + "\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Errorf("write the history: %v", err)
+	}
+	t.Logf("history:\n%s", h)
+	t.Logf("summary: %s", summary)
+	t.Logf("history and report written to %s", file)
 	if len(anomalies) > 0 {
-		t.Errorf("campaign with seed %d failed: %s", seed, Report(h, anomalies, 5))
+		t.Errorf("campaign with seed %d failed: %s", seed, report)
 	}
 	if len(acked) == 0 {
 		t.Errorf("no record acknowledged")
@@ -173,5 +249,20 @@ func TestCampaignCheck(t *testing.T) {
 		if !strings.Contains(r, s) {
 			t.Errorf("report lacks %q:\n%s", s, r)
 		}
+	}
+}
+
+// TestCheckHighWatermarks checks the high-watermark check on made-up
+// observations (no Docker).
+func TestCheckHighWatermarks(t *testing.T) {
+	t0 := time.Now()
+	clean := []HighWatermark{{0, 5, t0}, {1, 2, t0}, {0, 5, t0}, {0, 9, t0}, {1, 3, t0}}
+	if a := CheckHighWatermarks(clean); len(a) != 0 {
+		t.Errorf("anomalies in a clean history: %v", a)
+	}
+	back := append(clean, HighWatermark{0, 7, t0}, HighWatermark{1, 3, t0})
+	a := CheckHighWatermarks(back)
+	if len(a) != 1 || a[0].Check != "hw-regressed" || !strings.Contains(a[0].Detail, "partition 0 high watermark 7 after 9") {
+		t.Errorf("got %v, want one hw-regressed for partition 0", a)
 	}
 }

@@ -257,7 +257,7 @@ func (n *Node) superviseOnce() {
 
 // exitLogLines is how many of an exited broker's last log lines the
 // supervisor reports.
-const exitLogLines = 4
+const exitLogLines = 8
 
 // OnRestart sets a function the supervisor calls after each restart of a
 // broker that exited on its own, with the broker's id, exit status and
