@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -395,6 +396,52 @@ func Check(acked map[string]Ack, final map[int32]map[int64]string, reads []Read)
 		}
 	}
 	return out
+}
+
+// CheckFailedWrites reports "failed-write-visible": a write the producer
+// was told definitely failed (a non-retriable Kafka error: the broker
+// refused the record) that the final log holds or a consumer read. Other
+// failures (timeouts, retries exhausted) are indeterminate: the record may
+// or may not be stored; their number stored is returned.
+func CheckFailedWrites(failed map[string]error, final map[int32]map[int64]string, reads []Read) (out []Anomaly, indeterminateStored int) {
+	where := map[string]string{}
+	for p, byOff := range final {
+		for o, v := range byOff {
+			if _, ok := failed[v]; ok {
+				where[v] = fmt.Sprintf("in the final log at partition %d offset %d", p, o)
+			}
+		}
+	}
+	readAt := map[string]Read{}
+	for _, r := range reads {
+		if _, ok := failed[r.Value]; ok {
+			readAt[r.Value] = r
+		}
+	}
+	vals := make([]string, 0, len(failed))
+	for v := range failed {
+		vals = append(vals, v)
+	}
+	sort.Strings(vals)
+	for _, v := range vals {
+		var ke *kerr.Error
+		definite := errors.As(failed[v], &ke) && !ke.Retriable
+		r, read := readAt[v]
+		stored, inLog := where[v]
+		if !definite {
+			if inLog {
+				indeterminateStored++
+			}
+			continue
+		}
+		switch {
+		case read:
+			out = append(out, Anomaly{"failed-write-visible", r.At, fmt.Sprintf("%s failed (%v) but the consumer read it at partition %d offset %d", v, failed[v], r.Partition, r.Offset)})
+		case inLog:
+			out = append(out, Anomaly{"failed-write-visible", time.Time{}, fmt.Sprintf("%s failed (%v) but is %s", v, failed[v], stored)})
+		}
+	}
+	return out, indeterminateStored
 }
 
 func positions(as []Ack) string {

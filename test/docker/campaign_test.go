@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // TestDockerCampaign runs fault campaigns (one by default, CI-sized): random
@@ -185,6 +188,11 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	}
 	anomalies := Check(acked, final, reads)
 	anomalies = append(anomalies, CheckHighWatermarks(hws)...)
+	failedVisible, failedStored := CheckFailedWrites(p.Failed(), final, reads)
+	anomalies = append(anomalies, failedVisible...)
+	if failed > 0 {
+		h.Add("note", "", 0, "%d of %d failed writes are in the final log (indeterminate failures)", failedStored, failed)
+	}
 	anomalies = append(anomalies, CheckGroup(acked, final, gh, committed)...)
 	if err := c.CheckReplicas(topic, partitions, 60*time.Second); err != nil {
 		anomalies = append(anomalies, Anomaly{Check: "replicas", Detail: err.Error()})
@@ -249,6 +257,41 @@ func TestCampaignCheck(t *testing.T) {
 		if !strings.Contains(r, s) {
 			t.Errorf("report lacks %q:\n%s", s, r)
 		}
+	}
+}
+
+// TestCheckFailedWrites checks the failed-writes check on made-up
+// outcomes (no Docker).
+func TestCheckFailedWrites(t *testing.T) {
+	t0 := time.Now()
+	failed := map[string]error{
+		"refused":      kerr.MessageTooLarge,
+		"refused-read": kerr.InvalidRecord,
+		"timed-out":    kerr.RequestTimedOut,
+		"gone":         context.DeadlineExceeded,
+	}
+	final := map[int32]map[int64]string{0: {0: "ok", 1: "refused", 2: "timed-out"}}
+	reads := []Read{{0, 0, "ok", t0}, {1, 7, "refused-read", t0}}
+	a, stored := CheckFailedWrites(failed, final, reads)
+	if stored != 1 {
+		t.Errorf("%d indeterminate failures stored, want 1 (timed-out)", stored)
+	}
+	got := map[string]bool{}
+	for _, x := range a {
+		if x.Check != "failed-write-visible" {
+			t.Errorf("check %q", x.Check)
+		}
+		for _, v := range []string{"refused-read", "refused"} {
+			if strings.HasPrefix(x.Detail, v+" ") {
+				got[v] = true
+			}
+		}
+	}
+	if len(a) != 2 || !got["refused"] || !got["refused-read"] {
+		t.Errorf("anomalies %v, want refused (in the log) and refused-read (read)", a)
+	}
+	if a, _ := CheckFailedWrites(map[string]error{"x": kerr.InvalidRecord}, final, reads); len(a) != 0 {
+		t.Errorf("anomalies for a refused write nobody saw: %v", a)
 	}
 }
 

@@ -93,6 +93,18 @@ func (p *Producer) run(interval time.Duration) {
 	}
 }
 
+// Failed returns the records whose writes failed, with the error each got
+// (call after Stop).
+func (p *Producer) Failed() map[string]error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]error, len(p.failed))
+	for v, err := range p.failed {
+		out[v] = err
+	}
+	return out
+}
+
 // Acked is the number of acknowledged records, in all and on partition p
 // (p < 0: all).
 func (p *Producer) Acked(partition int32) int {
