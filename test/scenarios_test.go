@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -526,4 +527,87 @@ func TestUncleanLeaderElectionOnlyWhenEnabled(t *testing.T) {
 	}
 	t.Logf("unclean election of broker 2 at epoch %d; the clean topic waited for broker 1", uncl.LeaderEpoch)
 	CheckReplication(t, c, "clean", "unclean")
+}
+
+// A new leader withholds its high watermark from consumers until it is
+// known (its followers have reached the start of its epoch): until then
+// it may lag the previous leader's, and a consumer would see the high
+// watermark go back. Broker 2 becomes leader holding 10 records that broker
+// 3, still in the ISR, cannot fetch (cut from both); consumer fetches get
+// REPLICA_NOT_AVAILABLE (retriable) and ListOffsets OFFSET_NOT_AVAILABLE
+// while followers keep fetching; healed, consumers read everything with
+// the full high watermark.
+func TestNewLeaderWithholdsHighWatermark(t *testing.T) {
+	// The lag limit keeps broker 3 in the ISR while it is cut off.
+	c := StartCluster(t, 3, WithOverrides("replica.lag.time.max.ms=600000"))
+	const topic = "hw-known"
+	createAssignedTopic(t, c, topic, [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "1"})
+	waitPartition(t, c, topic, 0, 1, []int32{1, 2, 3}, 30*time.Second)
+	produce := func(acks kgo.Acks, n int) {
+		cl := c.Client(kgo.RequiredAcks(acks), kgo.DisableIdempotentWrite())
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for i := range n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce(kgo.AllISRAcks(), 20)
+	c.CutBetween(1, 3)
+	produce(kgo.LeaderAck(), 10) // broker 2 copies them; the high watermark stays at 20
+	WaitFor(t, 30*time.Second, func() error {
+		if end := logEnd(t, c, 2, topic, 0); end != 30 {
+			return fmt.Errorf("broker 2's log ends at %d, want 30", end)
+		}
+		return nil
+	})
+	c.CutBetween(2, 3)
+	c.Stop(1)
+	waitPartition(t, c, topic, 0, 2, []int32{2, 3}, 30*time.Second)
+
+	cl := c.Client()
+	fetch := func() kmsg.FetchResponseTopicPartition {
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes = -1, 10, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 0, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := req.RequestWith(ctx, cl.Broker(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	if p := fetch(); p.ErrorCode != kerr.ReplicaNotAvailable.Code || len(p.RecordBatches) != 0 {
+		t.Errorf("consumer fetch from the new leader with its high watermark unknown: error %v, %d bytes, high watermark %d; want REPLICA_NOT_AVAILABLE and nothing",
+			kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches), p.HighWatermark)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup(topic, 0); !errors.Is(o.Err, kerr.OffsetNotAvailable) {
+		t.Errorf("ListOffsets latest from the new leader: offset %d, error %v; want OFFSET_NOT_AVAILABLE", o.Offset, o.Err)
+	}
+
+	c.HealBetween(2, 3)
+	WaitFor(t, 30*time.Second, func() error {
+		p := fetch()
+		if p.ErrorCode != 0 || p.HighWatermark != 30 {
+			return fmt.Errorf("consumer fetch: error %v, high watermark %d; want 30", kerr.ErrorForCode(p.ErrorCode), p.HighWatermark)
+		}
+		return nil
+	})
+	c.HealBetween(1, 3)
+	c.Restart(1)
+	waitPartition(t, c, topic, 0, -2, []int32{1, 2, 3}, 60*time.Second)
+	CheckReplication(t, c, topic)
 }

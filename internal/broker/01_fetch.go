@@ -122,6 +122,16 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 			if code == 0 {
 				code = errorCode(lp.CheckLeaderEpoch(p.CurrentLeaderEpoch))
 			}
+			if code == 0 && r.ReplicaID < 0 && !lp.HighWatermarkKnown() {
+				// A new leader's high watermark may lag its
+				// predecessor's until its followers reach the start of
+				// its epoch: answering consumers now could show them
+				// the high watermark going back. REPLICA_NOT_AVAILABLE
+				// is retriable in every client (they back off and fetch
+				// again), as OFFSET_NOT_AVAILABLE is for ListOffsets
+				// (KIP-207).
+				code = kerr.ReplicaNotAvailable.Code
+			}
 			if code == 0 {
 				parts = append(parts, lp)
 				l := lp.Log()
