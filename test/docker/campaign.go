@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -442,6 +443,55 @@ func CheckFailedWrites(failed map[string]error, final map[int32]map[int64]string
 		}
 	}
 	return out, indeterminateStored
+}
+
+// WriteOps writes every operation of a run, one a line, ordered by time,
+// tab-separated: time (since the history's start), who, what, partition,
+// offset, value, outcome. "producer ack" and "producer fail" are the
+// writes' outcomes (a failed write has no offset, -1, and is listed at the
+// start: its time is not recorded), "consumer read" the
+// assigned consumer's reads, "member N read|commit|assigned|revoked|lost"
+// the group's.
+func WriteOps(path string, h *History, acked map[string]Ack, failed map[string]error, reads []Read, g GroupHistory) error {
+	type op struct {
+		at   time.Time
+		line string
+	}
+	var ops []op
+	add := func(at time.Time, who, what string, p int32, o int64, v, outcome string) {
+		ops = append(ops, op{at, fmt.Sprintf("%.3f\t%s\t%s\t%d\t%d\t%s\t%s", at.Sub(h.Start).Seconds(), who, what, p, o, v, outcome)})
+	}
+	for v, a := range acked {
+		add(a.At, "producer", "ack", a.Partition, a.Offset, v, "ok")
+	}
+	for v, err := range failed {
+		add(h.Start, "producer", "fail", -1, -1, v, err.Error())
+	}
+	for _, r := range reads {
+		add(r.At, "consumer", "read", r.Partition, r.Offset, r.Value, "ok")
+	}
+	for _, r := range g.Reads {
+		add(r.At, fmt.Sprintf("member %d", r.Member), "read", r.Partition, r.Offset, r.Value, fmt.Sprintf("generation %d", r.Generation))
+	}
+	for _, c := range g.Commits {
+		outcome := "ok"
+		if c.Err != nil {
+			outcome = c.Err.Error()
+		}
+		add(c.At, fmt.Sprintf("member %d", c.Member), "commit", c.Partition, c.Offset, "", fmt.Sprintf("generation %d: %s", c.Generation, outcome))
+	}
+	for _, ch := range g.Changes {
+		for _, p := range ch.Partitions {
+			add(ch.At, fmt.Sprintf("member %d", ch.Member), ch.What, p, -1, "", fmt.Sprintf("generation %d", ch.Generation))
+		}
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].at.Before(ops[j].at) })
+	var b strings.Builder
+	b.WriteString("# seconds\twho\twhat\tpartition\toffset\tvalue\toutcome\n")
+	for _, o := range ops {
+		b.WriteString(o.line + "\n")
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 func positions(as []Ack) string {

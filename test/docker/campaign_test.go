@@ -212,9 +212,13 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Errorf("write the history: %v", err)
 	}
+	opsFile := filepath.Join(outDir, fmt.Sprintf("campaign-%d-ops.tsv", seed))
+	if err := WriteOps(opsFile, h, acked, p.Failed(), reads, gh); err != nil {
+		t.Errorf("write the operations: %v", err)
+	}
 	t.Logf("history:\n%s", h)
 	t.Logf("summary: %s", summary)
-	t.Logf("history and report written to %s", file)
+	t.Logf("history and report written to %s, every operation to %s", file, opsFile)
 	if len(anomalies) > 0 {
 		t.Errorf("campaign with seed %d failed: %s", seed, report)
 	}
