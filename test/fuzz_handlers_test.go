@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"maps"
@@ -598,9 +597,6 @@ func fuzzDecode(body []byte) (req kmsg.Request) {
 // fuzzAdmit reports whether a decoded request may be sent: false for those
 // that may legitimately wait long or create too much (see FuzzHandlers).
 func fuzzAdmit(req kmsg.Request) bool {
-	// Counts above what the broker accepts (maxPartitionsPerRequest,
-	// 10000) are refused before anything is created.
-	const refused = 10000
 	switch r := req.(type) {
 	case *kmsg.FetchRequest:
 		return r.MaxWaitMillis <= fuzzMaxWaitMillis
@@ -610,6 +606,9 @@ func fuzzAdmit(req kmsg.Request) bool {
 		if r.ValidateOnly {
 			return true
 		}
+		// A partition count above the broker's maxPartitionsPerRequest
+		// is refused before anything is created.
+		const refused = 10000
 		n := 0
 		for _, t := range r.Topics {
 			switch {
@@ -627,8 +626,10 @@ func fuzzAdmit(req kmsg.Request) bool {
 		if r.ValidateOnly {
 			return true
 		}
+		// Count is the new total, so any count above the limit may
+		// add too many.
 		for _, t := range r.Topics {
-			if t.Count > fuzzMaxNewPartitions && t.Count <= refused {
+			if t.Count > fuzzMaxNewPartitions {
 				return false
 			}
 		}
@@ -855,7 +856,7 @@ func fuzzBatch(recs []records.KV, ts int64, codec int, producerID int64) []byte 
 		binary.BigEndian.PutUint16(b[51:], 0)                  // producer epoch
 		binary.BigEndian.PutUint32(b[53:], 0)                  // base sequence
 	}
-	binary.BigEndian.PutUint32(b[badBatchCRCAt:], crc32.Checksum(b[badBatchAttributesAt:], badCRCTable))
+	badFixCRC(b)
 	return b
 }
 
@@ -908,7 +909,15 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 			tx.(*kmsg.ProduceRequest).TransactionID = str("tx")
 			// A client's write to an internal topic.
 			internal := produce(-1, badPart{"__consumer_offsets", 0, fuzzBatch(fuzzKVs(2, true), now, 0, -1)})
-			out = append(out, p, tx, internal)
+			// An idempotent producer whose sequence wraps past
+			// MaxInt32, then goes on from 1.
+			wrap := fuzzBatch(fuzzKVs(3, false), now, 1, 1<<41)
+			binary.BigEndian.PutUint32(wrap[53:], 1<<31-2)
+			badFixCRC(wrap)
+			next := fuzzBatch(fuzzKVs(1, false), now, 0, 1<<41)
+			binary.BigEndian.PutUint32(next[53:], 1)
+			badFixCRC(next)
+			out = append(out, p, tx, internal, produce(-1, badPart{"fuzz", 1, wrap}), produce(-1, badPart{"fuzz", 1, next}))
 		}
 		return out
 	case 1:
@@ -951,7 +960,7 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 		case 12:
 			fenced := part(0, 0, -1)
 			fenced.CurrentLeaderEpoch = 99
-			out = append(out, fetch(-1, part(0, 5, 3)), fetch(-1, fenced), fetch(1, part(1, 100, 0)))
+			out = append(out, fetch(-1, part(0, 5, 3)), fetch(-1, fenced), fetch(1, part(1, 100, 0)), fetch(-1, part(1, -1, -1)))
 		}
 		return out
 	case 2:
@@ -1015,7 +1024,20 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 			m := kmsg.NewPtrOffsetCommitRequest()
 			m.Group, m.Generation, m.MemberID, m.InstanceID = fuzzGroup, 3, "member-1", str("instance")
 			m.Topics = r.Topics
-			out = append(out, set(m))
+			odd := kmsg.NewPtrOffsetCommitRequest()
+			odd.Group, odd.Generation = fuzzGroup, -1
+			t := kmsg.NewOffsetCommitRequestTopic()
+			t.Topic = "fuzz"
+			for i, off := range []int64{-5, 1 << 40} {
+				p := kmsg.NewOffsetCommitRequestTopicPartition()
+				p.Partition, p.Offset, p.LeaderEpoch = int32(i), off, 7
+				if i == 0 {
+					p.Metadata = str(strings.Repeat("m", 5000))
+				}
+				t.Partitions = append(t.Partitions, p)
+			}
+			odd.Topics = append(odd.Topics, t)
+			out = append(out, set(m), set(odd))
 		}
 		return out
 	case 9:
