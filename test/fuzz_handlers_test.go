@@ -13,7 +13,9 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,6 +145,9 @@ const (
 	fuzzGrowTopic = "fuzz-grow"
 	// fuzzClientID is the client id of every seed and probe.
 	fuzzClientID = "fuzz"
+	// fuzzDirPrefix starts the name of the broker's data directory, which
+	// goes on with the process id.
+	fuzzDirPrefix = "samsa-fuzz-handlers-"
 )
 
 // fuzzTopicSpec is a topic the fuzz broker keeps.
@@ -221,8 +226,20 @@ func (tb fuzzTB) Errorf(format string, args ...any) {
 	tb.T.Errorf(format, args...)
 }
 
+// TempDir makes a directory named after this process, removed at the end.
+// The fuzzer kills a worker that is not done 1 s after being told to stop,
+// often before the broker has closed; so the directories of processes that
+// are gone are removed here first.
 func (tb fuzzTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "samsa-fuzz-handlers-*")
+	prefix := filepath.Join(os.TempDir(), fuzzDirPrefix)
+	stale, _ := filepath.Glob(prefix + "*")
+	for _, d := range stale {
+		pid, _, _ := strings.Cut(strings.TrimPrefix(d, prefix), "-")
+		if n, err := strconv.Atoi(pid); err == nil && n != os.Getpid() && errors.Is(syscall.Kill(n, 0), syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-*", fuzzDirPrefix, os.Getpid()))
 	if err != nil {
 		tb.T.Fatalf("TempDir: %v", err)
 	}
