@@ -301,6 +301,32 @@ func TestBadInputMore(t *testing.T) {
 			r.Group = "never-was"
 			return r
 		}, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetDeleteResponse).ErrorCode }, kerr.GroupIDNotFound.Code)},
+		// The group coordinator's topic is the broker's own (found by
+		// FuzzHandlers: all three were accepted, and the last two lose
+		// every group's committed offsets).
+		{"a client's produce to __consumer_offsets", func(t *testing.T, rc *badConn) {
+			coordinatorUp(t, rc)
+			batch := records.Build([]records.KV{{Key: []byte("k"), Value: []byte("v")}}, time.Now().UnixMilli())
+			got := badProduceCodes(rc.roundTrip(badProduceRequest(-1, badPart{"__consumer_offsets", 0, batch})))
+			if !slices.Equal(got, []int16{kerr.InvalidTopicException.Code}) {
+				t.Fatalf("produce error codes %v, want INVALID_TOPIC_EXCEPTION", got)
+			}
+		}},
+		{"CreatePartitions on __consumer_offsets", groupCode(func() kmsg.Request {
+			r := kmsg.NewPtrCreatePartitionsRequest()
+			r.TimeoutMillis = 5000
+			rt := kmsg.NewCreatePartitionsRequestTopic()
+			rt.Topic, rt.Count = "__consumer_offsets", 60
+			r.Topics = append(r.Topics, rt)
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode }, kerr.InvalidTopicException.Code)},
+		{"DeleteTopics of __consumer_offsets", groupCode(func() kmsg.Request {
+			r := kmsg.NewPtrDeleteTopicsRequest()
+			r.SetVersion(5)
+			r.TimeoutMillis = 5000
+			r.TopicNames = []string{"__consumer_offsets"}
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode }, kerr.InvalidTopicException.Code)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

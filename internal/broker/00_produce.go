@@ -68,6 +68,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 			code := reqErr
 			var lp *localPartition
 			if code == 0 {
+				code = errorCode(guardOffsetsTopic(t.Topic, "produce to"))
+			}
+			if code == 0 {
 				lp, code = b.localLeader(s, t.Topic, p.Partition)
 			}
 			if code == 0 && r.Acks == -1 {

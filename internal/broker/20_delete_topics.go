@@ -58,7 +58,10 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 				continue
 			}
 		}
-		err := b.client.DeleteTopic(ctx, name)
+		err := guardOffsetsTopic(name, "delete")
+		if err == nil {
+			err = b.client.DeleteTopic(ctx, name)
+		}
 		if err == nil {
 			err = b.waitApplied(ctx)
 		}

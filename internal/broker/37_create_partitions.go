@@ -31,7 +31,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *protocol.Reque
 		var err error
 		if seen[t.Topic] > 1 {
 			err = fmt.Errorf("%w: topic listed more than once", errInvalidRequest)
-		} else {
+		} else if err = guardOffsetsTopic(t.Topic, "add partitions to"); err == nil {
 			err = b.createPartitions(ctx, t, r.ValidateOnly)
 		}
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/group"
 	"github.com/samsa-io/samsa/internal/meta"
 )
 
@@ -106,4 +107,16 @@ func countNames[T any](items []T, name func(T) string) map[string]int {
 		n[name(it)]++
 	}
 	return n
+}
+
+// guardOffsetsTopic refuses what would destroy the group coordinator's
+// topic: a client's write into it (Kafka refuses appends to internal
+// topics with INVALID_TOPIC_EXCEPTION), its deletion, and more partitions
+// (groups are placed on its partitions by a hash of their name, so a new
+// partition count moves groups away from their committed offsets).
+func guardOffsetsTopic(topic, what string) error {
+	if topic != group.OffsetsTopic {
+		return nil
+	}
+	return fmt.Errorf("%w: cannot %s the internal topic %s", errInvalidTopic, what, topic)
 }
