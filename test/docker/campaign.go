@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -338,12 +339,7 @@ func Check(acked map[string]Ack, final map[int32]map[int64]string, reads []Read)
 		}
 	}
 	byPos := map[Ack]string{}
-	vals := make([]string, 0, len(acked))
-	for v := range acked {
-		vals = append(vals, v)
-	}
-	sort.Strings(vals)
-	for _, v := range vals {
+	for _, v := range slices.Sorted(maps.Keys(acked)) {
 		a := acked[v]
 		pos := Ack{Partition: a.Partition, Offset: a.Offset}
 		if other, ok := byPos[pos]; ok {
@@ -383,20 +379,30 @@ func Check(acked map[string]Ack, final map[int32]map[int64]string, reads []Read)
 				r.Partition, r.Offset, r.Value, prev.Offset, prev.Value, prev.At.UTC().Format("15:04:05.000"))})
 		}
 		last[r.Partition] = r
-		if got, ok := final[r.Partition][r.Offset]; !ok || got != r.Value {
-			where := "nothing"
-			if ok {
-				where = fmt.Sprintf("%q", got)
-			}
-			ackNote := "not acknowledged"
-			if a, ok := acked[r.Value]; ok {
-				ackNote = fmt.Sprintf("acknowledged at partition %d offset %d", a.Partition, a.Offset)
-			}
-			out = append(out, Anomaly{"read-truncated", r.At, fmt.Sprintf("consumer read %s at partition %d offset %d (%s), final log has %s there",
-				r.Value, r.Partition, r.Offset, ackNote, where)})
+		if m := readMismatch(acked, final, r.Partition, r.Offset, r.Value); m != "" {
+			out = append(out, Anomaly{"read-truncated", r.At, fmt.Sprintf("consumer read %s at partition %d offset %d %s",
+				r.Value, r.Partition, r.Offset, m)})
 		}
 	}
 	return out
+}
+
+// readMismatch describes how the final log contradicts a read of value v
+// at partition p, offset o ("" if it holds v there).
+func readMismatch(acked map[string]Ack, final map[int32]map[int64]string, p int32, o int64, v string) string {
+	got, ok := final[p][o]
+	if ok && got == v {
+		return ""
+	}
+	where := "nothing"
+	if ok {
+		where = fmt.Sprintf("%q", got)
+	}
+	ackNote := "not acknowledged"
+	if a, ok := acked[v]; ok {
+		ackNote = fmt.Sprintf("acknowledged at partition %d offset %d", a.Partition, a.Offset)
+	}
+	return fmt.Sprintf("(%s), final log has %s there", ackNote, where)
 }
 
 // CheckFailedWrites reports "failed-write-visible": a write the producer
@@ -419,12 +425,7 @@ func CheckFailedWrites(failed map[string]error, final map[int32]map[int64]string
 			readAt[r.Value] = r
 		}
 	}
-	vals := make([]string, 0, len(failed))
-	for v := range failed {
-		vals = append(vals, v)
-	}
-	sort.Strings(vals)
-	for _, v := range vals {
+	for _, v := range slices.Sorted(maps.Keys(failed)) {
 		var ke *kerr.Error
 		definite := errors.As(failed[v], &ke) && !ke.Retriable
 		r, read := readAt[v]

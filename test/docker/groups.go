@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -524,12 +526,7 @@ func CheckGroup(acked map[string]Ack, final map[int32]map[int64]string, h GroupH
 		s.reads++
 		perP[r.Partition] = s
 	}
-	vals := make([]string, 0, len(acked))
-	for v := range acked {
-		vals = append(vals, v)
-	}
-	sort.Strings(vals)
-	for _, v := range vals {
+	for _, v := range slices.Sorted(maps.Keys(acked)) {
 		if read[v] {
 			continue
 		}
@@ -547,17 +544,9 @@ func CheckGroup(acked map[string]Ack, final map[int32]map[int64]string, h GroupH
 	}
 
 	for _, r := range h.Reads {
-		if got, ok := final[r.Partition][r.Offset]; !ok || got != r.Value {
-			where := "nothing"
-			if ok {
-				where = fmt.Sprintf("%q", got)
-			}
-			ackNote := "not acknowledged"
-			if a, ok := acked[r.Value]; ok {
-				ackNote = fmt.Sprintf("acknowledged at partition %d offset %d", a.Partition, a.Offset)
-			}
-			out = append(out, Anomaly{"group-read-truncated", r.At, fmt.Sprintf("member %d (generation %d) read %s at partition %d offset %d (%s), final log has %s there",
-				r.Member, r.Generation, r.Value, r.Partition, r.Offset, ackNote, where)})
+		if m := readMismatch(acked, final, r.Partition, r.Offset, r.Value); m != "" {
+			out = append(out, Anomaly{"group-read-truncated", r.At, fmt.Sprintf("member %d (generation %d) read %s at partition %d offset %d %s",
+				r.Member, r.Generation, r.Value, r.Partition, r.Offset, m)})
 		}
 	}
 
