@@ -107,15 +107,37 @@ func (n *Node) setCut(k cut, on bool) {
 // node's cuts. A container that is not running has no namespace; its cuts
 // are applied when it starts. n.mu must be held.
 func (n *Node) applyCutsLocked() error {
+	pid, err := n.pid()
+	if err != nil || pid == "" {
+		return err
+	}
+	if err := n.applyCutsIn(pid); err != nil {
+		// The broker may have exited in between (a lost registration):
+		// its next start applies the cuts.
+		if now, perr := n.pid(); perr == nil && now != pid {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+// pid is the container's main process id, "" if it is not running.
+func (n *Node) pid() (string, error) {
 	out, err := docker("inspect", "-f", "{{.State.Running}} {{.State.Pid}}", n.Name)
 	if err != nil {
-		return err
+		return "", err
 	}
 	f := strings.Fields(out)
 	if len(f) != 2 || f[0] != "true" || f[1] == "0" {
-		return nil
+		return "", nil
 	}
-	pid := f[1]
+	return f[1], nil
+}
+
+// applyCutsIn sets the filter chain in the network namespace of process
+// pid.
+func (n *Node) applyCutsIn(pid string) error {
 	ipt := func(args ...string) error {
 		cmd := exec.Command("nsenter", append([]string{"-t", pid, "-n", "iptables", "-w"}, args...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
