@@ -380,7 +380,7 @@ func (m *partitionManager) runHousekeeping(ctx context.Context) {
 					m.b.isr.propose(lp)
 				}
 				if checkpoint {
-					if err := lp.CheckpointHighWatermark(); err != nil && !errors.Is(err, os.ErrNotExist) {
+					if err := lp.CheckpointHighWatermark(); err != nil && !errors.Is(err, replica.ErrClosed) {
 						m.b.logger.Warn("high watermark checkpoint failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
 					}
 				}

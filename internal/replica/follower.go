@@ -125,8 +125,13 @@ func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
 const highWatermarkFile = "high-watermark"
 
 // CheckpointHighWatermark writes the high watermark to disk (write, fsync,
-// rename).
+// rename). It fails with ErrClosed once Close has begun.
 func (p *Partition) CheckpointHighWatermark() error {
+	p.checkpointMu.Lock()
+	defer p.checkpointMu.Unlock()
+	if p.isClosed() {
+		return ErrClosed
+	}
 	dir := p.log.Dir()
 	tmp := filepath.Join(dir, highWatermarkFile+".tmp")
 	f, err := os.Create(tmp)

@@ -75,6 +75,11 @@ type Partition struct {
 	waiters map[*Waiter]struct{}
 	// closed is set by Close; the data path then fails with ErrClosed.
 	closed bool
+
+	// checkpointMu serializes high-watermark checkpoints with Close, so
+	// that no checkpoint writes into the directory once Close has begun
+	// (deleting it, perhaps for a new incarnation of the partition).
+	checkpointMu sync.Mutex
 }
 
 // New wraps an open log. The replica has no role until BecomeLeader or
@@ -334,6 +339,9 @@ func (p *Partition) Close(remove bool) error {
 	p.notifyLocked()
 	p.waiters = map[*Waiter]struct{}{}
 	p.mu.Unlock()
+	// Wait out a checkpoint in progress; later ones see closed.
+	p.checkpointMu.Lock()
+	defer p.checkpointMu.Unlock()
 	if remove {
 		return p.log.Delete()
 	}
