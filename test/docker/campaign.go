@@ -827,12 +827,7 @@ func (nm *Nemesis) WaitHealthy(timeout time.Duration) error {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	for {
-		var err error
-		for _, n := range nm.c.Nodes {
-			if err = n.fullISR(nm.topic, nm.parts); err != nil {
-				break
-			}
-		}
+		err := nm.c.fullISRs(nm.topic)
 		if err == nil {
 			nm.h.Add("healthy", "", 0, "every ISR full after %v", time.Since(start).Round(time.Millisecond))
 			return nil

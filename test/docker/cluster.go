@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -396,14 +397,7 @@ func (c *Cluster) CreateTopic(name string, partitions int32, rf int16, configs m
 	if err != nil {
 		c.t.Fatalf("create topic %s: %v", name, err)
 	}
-	c.WaitFor(30*time.Second, func() error {
-		for _, n := range c.Nodes {
-			if err := n.fullISR(name, partitions); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	c.WaitFor(30*time.Second, func() error { return c.fullISRs(name) })
 }
 
 // PartitionState is one partition as a broker's metadata shows it.
@@ -436,19 +430,42 @@ func (n *Node) Partition(topic string, p int32) (PartitionState, error) {
 	return PartitionState{}, fmt.Errorf("broker %d: no partition %s/%d in metadata", n.ID, topic, p)
 }
 
-// fullISR checks that broker n sees every partition of topic led and with
-// its ISR equal to its replica set.
-func (n *Node) fullISR(topic string, partitions int32) error {
-	for p := range partitions {
-		st, err := n.Partition(topic, p)
-		if err != nil {
+// fullISRs checks that every broker sees every partition of topic led and
+// with its full replica set in the ISR (Node.fullISR).
+func (c *Cluster) fullISRs(topic string) error {
+	for _, n := range c.Nodes {
+		if err := n.fullISR(topic); err != nil {
 			return err
-		}
-		if st.Leader < 0 || len(st.ISR) != len(st.Replicas) {
-			return fmt.Errorf("broker %d: %s/%d: leader %d, replicas %v, isr %v", n.ID, topic, p, st.Leader, st.Replicas, st.ISR)
 		}
 	}
 	return nil
+}
+
+// fullISR checks, with one Metadata request, that broker n sees every
+// partition of topic led and with its full replica set in the ISR.
+func (n *Node) fullISR(topic string) error {
+	md, err := n.metadata(topic)
+	if err != nil {
+		return err
+	}
+	for _, t := range md.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			return fmt.Errorf("broker %d: topic %s: %v", n.ID, topic, kerr.ErrorForCode(t.ErrorCode))
+		}
+		if len(t.Partitions) == 0 {
+			return fmt.Errorf("broker %d: topic %s has no partitions", n.ID, topic)
+		}
+		for _, p := range t.Partitions {
+			if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
+				return fmt.Errorf("broker %d: %s/%d: leader %d, replicas %v, isr %v", n.ID, topic, p.Partition, p.Leader, p.Replicas, p.ISR)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("broker %d: no topic %s in metadata", n.ID, topic)
 }
 
 // ready checks that broker n sees want brokers registered and a controller.

@@ -90,14 +90,7 @@ func TestDockerKillLeader(t *testing.T) {
 
 	victim.Start()
 	restartedAt := time.Now()
-	c.WaitFor(60*time.Second, func() error {
-		for _, n := range c.Nodes {
-			if err := n.fullISR("kill", 3); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	c.WaitFor(60*time.Second, func() error { return c.fullISRs("kill") })
 	t.Logf("broker %d back in every ISR %v after its restart", victim.ID, time.Since(restartedAt).Round(time.Millisecond))
 	p.WaitAcked(t, -1, 200, 30*time.Second)
 

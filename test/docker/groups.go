@@ -462,35 +462,6 @@ func (c *Cluster) CommittedOffsets(group, topic string) (map[int32]int64, error)
 	return out, nil
 }
 
-// wholeTopic checks, with one Metadata request, that broker n sees every
-// partition of topic led and with its full replica set in the ISR (for
-// topics with many partitions, such as __consumer_offsets, where
-// fullISR's request per partition is slow).
-func (n *Node) wholeTopic(topic string) error {
-	md, err := n.metadata(topic)
-	if err != nil {
-		return err
-	}
-	for _, t := range md.Topics {
-		if t.Topic == nil || *t.Topic != topic {
-			continue
-		}
-		if t.ErrorCode != 0 {
-			return fmt.Errorf("broker %d: topic %s: %v", n.ID, topic, kerr.ErrorForCode(t.ErrorCode))
-		}
-		if len(t.Partitions) == 0 {
-			return fmt.Errorf("broker %d: topic %s has no partitions", n.ID, topic)
-		}
-		for _, p := range t.Partitions {
-			if p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
-				return fmt.Errorf("broker %d: %s/%d: leader %d, replicas %v, isr %v", n.ID, topic, p.Partition, p.Leader, p.Replicas, p.ISR)
-			}
-		}
-		return nil
-	}
-	return fmt.Errorf("broker %d: no topic %s in metadata", n.ID, topic)
-}
-
 // CheckGroup checks a group workload's outcome: acked is every
 // acknowledgement, final every partition's log read back after healing, h
 // the group's history (after Stop) and committed the group's committed

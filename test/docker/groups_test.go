@@ -47,23 +47,17 @@ func TestGroupWorkload(t *testing.T) {
 	h.Add("note", "", 0, "group read %d records; %d acknowledged", g.Count(), p.Acked(-1))
 
 	victim := c.Node(coordinator)
-	const killCoordinator = FaultKind("kill-coordinator")
-	h.Add("inject", killCoordinator, victim.ID, "kill -9 of group %s's coordinator, for 3s", group)
+	h.Add("inject", FaultKillCoordinator, victim.ID, "kill -9 of group %s's coordinator, for 3s", group)
 	victim.Kill()
 	time.Sleep(3 * time.Second)
 	victim.Start()
-	h.Add("heal", killCoordinator, victim.ID, "started again")
+	h.Add("heal", FaultKillCoordinator, victim.ID, "started again")
 	healStart := time.Now()
 	c.WaitFor(45*time.Second, func() error {
-		for _, n := range c.Nodes {
-			if err := n.wholeTopic(topic); err != nil {
-				return err
-			}
-			if err := n.wholeTopic("__consumer_offsets"); err != nil {
-				return err
-			}
+		if err := c.fullISRs(topic); err != nil {
+			return err
 		}
-		return nil
+		return c.fullISRs("__consumer_offsets")
 	})
 	h.Add("healthy", "", 0, "every ISR of %s and __consumer_offsets full after %v", topic, time.Since(healStart).Round(time.Millisecond))
 	if id, err := c.GroupCoordinator(group); err == nil {

@@ -68,7 +68,7 @@ func TestDockerCuts(t *testing.T) {
 	}
 	c.HealCuts()
 	healedAt := time.Now()
-	c.WaitFor(60*time.Second, func() error { return fullISRs(c, topic, 1) })
+	c.WaitFor(60*time.Second, func() error { return c.fullISRs(topic) })
 	t.Logf("followers back in the ISR %v after healing", time.Since(healedAt).Round(time.Millisecond))
 	p.WaitAcked(t, 0, 200, 30*time.Second)
 
@@ -94,7 +94,7 @@ func TestDockerCuts(t *testing.T) {
 	p.WaitAcked(t, 0, 200, 30*time.Second)
 	c.HealCuts()
 	healedAt = time.Now()
-	c.WaitFor(90*time.Second, func() error { return fullISRs(c, topic, 1) })
+	c.WaitFor(90*time.Second, func() error { return c.fullISRs(topic) })
 	t.Logf("broker %d registered and back in the ISR %v after healing (restarted by the supervisor %d times)",
 		victim.ID, time.Since(healedAt).Round(time.Millisecond), victim.Restarts())
 
@@ -107,7 +107,7 @@ func TestDockerCuts(t *testing.T) {
 	}
 	t.Logf("broker %d killed, log tails cut: %s", victim.ID, lost)
 	victim.Start()
-	c.WaitFor(90*time.Second, func() error { return fullISRs(c, topic, 1) })
+	c.WaitFor(90*time.Second, func() error { return c.fullISRs(topic) })
 	p.WaitAcked(t, 0, 200, 30*time.Second)
 
 	acked, sent, failed := p.Stop(t)
@@ -116,15 +116,4 @@ func TestDockerCuts(t *testing.T) {
 	if err := c.CheckReplicas(topic, 1, 30*time.Second); err != nil {
 		t.Errorf("replicas: %v", err)
 	}
-}
-
-// fullISRs checks that every broker sees every partition of topic with a
-// leader and its full replica set in the ISR.
-func fullISRs(c *Cluster, topic string, partitions int32) error {
-	for _, n := range c.Nodes {
-		if err := n.fullISR(topic, partitions); err != nil {
-			return err
-		}
-	}
-	return nil
 }
