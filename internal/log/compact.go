@@ -595,3 +595,23 @@ func (r *fillerRun) encode() []byte {
 	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 	return b
 }
+
+// isFiller reports whether h is a compaction filler: an empty batch that is
+// neither a control batch nor an idempotent producer's (those keep their
+// original offsets; only fillers merge several batches).
+func isFiller(h *BatchHeader) bool {
+	return h.RecordCount == 0 && h.Size() == BatchHeaderSize && !h.IsControl() && !isIdempotent(h)
+}
+
+// trimFiller makes the filler b, with header h, start at from (inside it)
+// instead: the same last offset, a shorter last offset delta, a new CRC.
+// h is updated to match.
+func trimFiller(b []byte, h *BatchHeader, from int64) {
+	last := h.LastOffset()
+	be := binary.BigEndian
+	be.PutUint64(b[offBaseOffset:], uint64(from))
+	be.PutUint32(b[offLastOffsetDelta:], uint32(last-from))
+	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:BatchHeaderSize], castagnoli))
+	h.BaseOffset, h.LastOffsetDelta = from, int32(last-from)
+	h.CRC = be.Uint32(b[offCRC:])
+}

@@ -149,6 +149,13 @@
 // spanning it, whose next retained record comes after it. Consumers skip
 // empty batches, as with Kafka's.
 //
+// Fillers are the only batches whose boundaries differ from those of the
+// appended batches, so the only ones that can straddle a follower's LEO.
+// AppendReplicated accepts a first batch that does if it is a filler,
+// trimmed to start at the LEO; a follower that stopped inside a merged
+// range thus catches up (its records below the LEO that the filler
+// covered are superseded; its own compaction removes them).
+//
 // Tombstones (keyed records with a null value) that are the latest of
 // their key are kept until the record's timestamp (the batch's max
 // timestamp for LogAppendTime) is more than delete.retention.ms old by the

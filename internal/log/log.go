@@ -472,6 +472,14 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64) (AppendInfo, error
 // samsa logs have no gaps (compaction keeps them so), and recovery
 // relies on that to spot damaged offsets. Producer state and the leader
 // epoch cache follow the batches; sequences are not checked.
+//
+// One exception: a first batch that is a compaction filler (see Compact)
+// starting below the LEO and ending at or above it is trimmed to start at
+// the LEO, patching the caller's buffer in place. The leader merged the
+// emptied batches around this follower's LEO into that filler; the
+// offsets below the LEO that it covers are this log's own, which the
+// leader no longer has any record of (its own compaction removes them
+// here too).
 func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 	if _, err := validateBatches(batches, false); err != nil {
 		return AppendInfo{}, err
@@ -484,6 +492,9 @@ func (l *Log) AppendReplicated(batches []byte) (AppendInfo, error) {
 	next := l.leoLocked()
 	for pos, i := 0, 0; pos < len(batches); i++ {
 		h, _ := ParseBatchHeader(batches[pos:])
+		if i == 0 && h.BaseOffset < next && h.LastOffset() >= next && isFiller(&h) {
+			trimFiller(batches[pos:], &h, next)
+		}
 		if h.BaseOffset != next {
 			return AppendInfo{}, fmt.Errorf("%w: batch %d at offset %d, expected %d", ErrNonMonotonic, i, h.BaseOffset, next)
 		}
