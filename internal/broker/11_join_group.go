@@ -4,8 +4,8 @@ package broker
 // a member without an id MEMBER_ID_REQUIRED with one (KIP-394); v5+
 // carries group.instance.id (static membership, KIP-345); v8 adds a
 // reason (logged nowhere yet); v9 lets a returning static leader skip the
-// assignment (KIP-814). The response waits for the rebalance
-// (internal/group).
+// assignment (KIP-814). The join takes effect as it arrives; the response
+// waits for the rebalance (internal/group).
 
 import (
 	"context"
@@ -28,5 +28,6 @@ func (b *Broker) handleJoinGroup(ctx context.Context, req *protocol.Request) pro
 			host = "/" + h
 		}
 	}
-	return protocol.Response{Later: func() kmsg.Response { return b.groups.Join(ctx, r, clientID, host) }}
+	wait := b.groups.StartJoin(r, clientID, host)
+	return protocol.Response{Later: func() kmsg.Response { return wait(ctx) }}
 }

@@ -2,7 +2,8 @@ package broker
 
 // SyncGroup (key 14), versions 0–5 (flexible from v4; v5 checks the
 // protocol type and name). A follower's response waits for the leader's
-// assignment, which is written to __consumer_offsets first.
+// assignment, which is written to __consumer_offsets first. The request
+// takes effect as it arrives; only the answer waits.
 
 import (
 	"context"
@@ -13,6 +14,6 @@ import (
 )
 
 func (b *Broker) handleSyncGroup(ctx context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.SyncGroupRequest)
-	return protocol.Response{Later: func() kmsg.Response { return b.groups.Sync(ctx, r) }}
+	wait := b.groups.StartSync(req.Body.(*kmsg.SyncGroupRequest))
+	return protocol.Response{Later: func() kmsg.Response { return wait(ctx) }}
 }

@@ -1,7 +1,8 @@
 package broker
 
 // DeleteGroups (key 42), versions 0–2 (flexible from v2). Only empty
-// groups can be deleted (NON_EMPTY_GROUP otherwise).
+// groups can be deleted (NON_EMPTY_GROUP otherwise). The groups are gone
+// as the request arrives; the answer waits for the tombstones' commit.
 
 import (
 	"context"
@@ -14,8 +15,9 @@ import (
 func (b *Broker) handleDeleteGroups(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.DeleteGroupsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	wait := b.groups.StartDelete(r.Groups)
 	return protocol.Response{Later: func() kmsg.Response {
-		resp.Groups = b.groups.Delete(ctx, r.Groups)
+		resp.Groups = wait(ctx)
 		return resp
 	}}
 }

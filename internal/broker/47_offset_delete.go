@@ -1,7 +1,9 @@
 package broker
 
 // OffsetDelete (key 47), version 0. Offsets of topics the group's members
-// subscribe to cannot be deleted (GROUP_SUBSCRIBED_TO_TOPIC).
+// subscribe to cannot be deleted (GROUP_SUBSCRIBED_TO_TOPIC). The offsets
+// are gone as the request arrives; the answer waits for the tombstones'
+// commit.
 
 import (
 	"context"
@@ -12,6 +14,6 @@ import (
 )
 
 func (b *Broker) handleOffsetDelete(ctx context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.OffsetDeleteRequest)
-	return protocol.Response{Later: func() kmsg.Response { return b.groups.DeleteOffsets(ctx, r) }}
+	wait := b.groups.StartDeleteOffsets(req.Body.(*kmsg.OffsetDeleteRequest))
+	return protocol.Response{Later: func() kmsg.Response { return wait(ctx) }}
 }

@@ -30,19 +30,42 @@ type offsetsStore struct {
 	lp *localPartition
 }
 
-// Append writes recs as leader and waits until they are committed.
-func (s offsetsStore) Append(ctx context.Context, recs []records.KV) error {
+var _ group.Store = offsetsStore{}
+
+// Append appends recs as leader, only while the replica leads in epoch
+// (the coordinator's), without waiting. The coordinator calls it under its
+// lock: it takes the replica's lock only for the in-memory append.
+func (s offsetsStore) Append(epoch int32, recs []records.KV) (int64, error) {
+	if now := s.lp.LeaderEpoch(); now != epoch {
+		return 0, fmt.Errorf("%w: leading in epoch %d, not %d", group.ErrNotLeader, now, epoch)
+	}
 	if err := s.lp.CheckMinISR(); err != nil {
-		return err
+		return 0, err
 	}
 	info, err := s.lp.AppendAsLeader(records.Build(recs, time.Now().UnixMilli()))
 	if err != nil {
-		if errors.Is(err, replica.ErrNotLeader) || errors.Is(err, replica.ErrClosed) {
-			return fmt.Errorf("%w: %v", group.ErrNotLeader, err)
-		}
-		return err
+		return 0, notLeader(err)
 	}
-	err = s.lp.WaitCommitted(ctx, info.LastOffset+1)
+	if info.LeaderEpoch != epoch {
+		// The leadership moved between the check and the append, which
+		// was stamped with a later epoch (a coordinator of that epoch may
+		// have loaded the partition without it): refused, as if not
+		// appended. (A replica append that takes the epoch would leave
+		// nothing behind; see docs/groups.md.)
+		return 0, fmt.Errorf("%w: appended in epoch %d, not %d", group.ErrNotLeader, info.LeaderEpoch, epoch)
+	}
+	return info.LastOffset + 1, nil
+}
+
+// WaitCommitted waits until offsets below end are committed, by this
+// replica as leader in epoch throughout.
+func (s offsetsStore) WaitCommitted(ctx context.Context, epoch int32, end int64) error {
+	return notLeader(s.lp.WaitCommitted(ctx, epoch, end))
+}
+
+// notLeader wraps the replica's errors for a partition no longer led here
+// as group.ErrNotLeader.
+func notLeader(err error) error {
 	if errors.Is(err, replica.ErrNotLeader) || errors.Is(err, replica.ErrClosed) {
 		return fmt.Errorf("%w: %v", group.ErrNotLeader, err)
 	}

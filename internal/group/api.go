@@ -11,12 +11,21 @@ import (
 	"github.com/samsa-io/samsa/internal/records"
 )
 
-// Join handles a JoinGroup request; it waits for the rebalance it joins to
-// complete. clientID and clientHost identify the connection.
-func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clientID, clientHost string) *kmsg.JoinGroupResponse {
+// StartJoin handles a JoinGroup request: it takes effect at once, and the
+// returned wait answers it once the rebalance it joins completes (or its
+// ctx is done). clientID and clientHost identify the connection.
+//
+// Every Start method works this way: the broker calls it as the request
+// arrives and calls the wait later, so that the requests of a connection
+// take effect in their order (a commit and a pipelined OffsetFetch or
+// LeaveGroup). Waits may be called in any order, or never.
+func (c *Coordinator) StartJoin(req *kmsg.JoinGroupRequest, clientID, clientHost string) func(context.Context) *kmsg.JoinGroupResponse {
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	resp.Generation, resp.MemberID = -1, req.MemberID
-	fail := func(code int16) *kmsg.JoinGroupResponse { resp.ErrorCode = code; return resp }
+	fail := func(code int16) func(context.Context) *kmsg.JoinGroupResponse {
+		resp.ErrorCode = code
+		return answered(resp)
+	}
 	instance := ""
 	if req.InstanceID != nil {
 		instance = *req.InstanceID
@@ -76,23 +85,24 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 				// before v9 it could not know, so it rebalances.
 				om.answerJoin(joinResult{code: kerr.FencedInstanceID.Code, memberID: old, generation: -1})
 				om.answerSync(syncResult{code: kerr.FencedInstanceID.Code})
-				delete(g.members, old)
-				om.id, om.clientID, om.clientHost = id, clientID, clientHost
-				om.sessionTimeout, om.rebalanceTimeout, om.protocols = session, rebalance, protocols
-				om.deadline = now.Add(session)
-				g.members[id], g.static[instance] = om, id
+				w, code := c.replaceStaticLocked(sh, g, om, id, clientID, clientHost, session, rebalance, protocols, now)
+				if code != 0 {
+					c.mu.Unlock()
+					return fail(groupWriteCode(code))
+				}
 				if wasLeader {
-					g.leader = id
 					resp.SkipAssignment, resp.Members = true, g.joinMembers()
 				}
 				resp.Generation, resp.Protocol, resp.ProtocolType = g.generation, kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
 				resp.LeaderID, resp.MemberID = g.leader, id
-				recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
 				c.mu.Unlock()
-				if code := groupWriteCode(c.write(ctx, sh, recs)); code != 0 {
-					return fail(code)
+				return func(ctx context.Context) *kmsg.JoinGroupResponse {
+					if code := await(ctx, w); code != 0 {
+						resp.SkipAssignment, resp.Members, resp.Protocol, resp.ProtocolType, resp.LeaderID = false, nil, nil, nil, ""
+						resp.Generation, resp.MemberID, resp.ErrorCode = -1, req.MemberID, groupWriteCode(code)
+					}
+					return resp
 				}
-				return resp
 			}
 			if om != nil {
 				g.removeMember(old)
@@ -181,20 +191,73 @@ func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clie
 			persist = g.completeJoin(now)
 		}
 	}
-	c.persistIfLocked(sh, g, persist)
+	if persist {
+		c.persistLocked(sh, g)
+	}
 	c.mu.Unlock()
 
-	select {
-	case r := <-wait:
-		resp.ErrorCode, resp.Generation, resp.MemberID = r.code, r.generation, r.memberID
-		if r.code == 0 {
-			resp.Protocol, resp.ProtocolType = kmsg.StringPtr(r.protocol), kmsg.StringPtr(req.ProtocolType)
-			resp.LeaderID, resp.Members = r.leader, r.members
+	return func(ctx context.Context) *kmsg.JoinGroupResponse {
+		select {
+		case r := <-wait:
+			resp.ErrorCode, resp.Generation, resp.MemberID = r.code, r.generation, r.memberID
+			if r.code == 0 {
+				resp.Protocol, resp.ProtocolType = kmsg.StringPtr(r.protocol), kmsg.StringPtr(req.ProtocolType)
+				resp.LeaderID, resp.Members = r.leader, r.members
+			}
+		case <-ctx.Done():
+			resp.ErrorCode = kerr.RebalanceInProgress.Code
 		}
 		return resp
-	case <-ctx.Done():
-		return fail(kerr.RebalanceInProgress.Code)
 	}
+}
+
+// answered is the wait of a request answered at once.
+func answered[R any](resp R) func(context.Context) R {
+	return func(context.Context) R { return resp }
+}
+
+// replaceStaticLocked hands static member om's place to its returning
+// instance under the new member id (no rebalance) and writes the group's
+// metadata. If the write is refused the replacement is undone at once; if
+// it fails later, it is undone then, as Kafka does, unless the group has
+// moved on (a rebalance, another replacement), and the restored
+// membership is written too, so that memory and the log agree: the
+// replaced member id is valid again, the new one unknown.
+func (c *Coordinator) replaceStaticLocked(sh *shard, g *group, om *member, id, clientID, clientHost string,
+	session, rebalance time.Duration, protocols []protocol, now time.Time) (*write, int16) {
+	prev := *om
+	instance, gen, wasLeader := om.instanceID, g.generation, om.id == g.leader
+	delete(g.members, prev.id)
+	om.id, om.clientID, om.clientHost = id, clientID, clientHost
+	om.sessionTimeout, om.rebalanceTimeout, om.protocols = session, rebalance, protocols
+	om.deadline = now.Add(session)
+	g.members[id], g.static[instance] = om, id
+	if wasLeader {
+		g.leader = id
+	}
+	revert := func() bool {
+		if sh.groups[g.id] != g || g.members[id] != om || g.static[instance] != id || g.generation != gen || g.state != stateStable {
+			return false
+		}
+		delete(g.members, id)
+		om.id, om.clientID, om.clientHost = prev.id, prev.clientID, prev.clientHost
+		om.sessionTimeout, om.rebalanceTimeout, om.protocols = prev.sessionTimeout, prev.rebalanceTimeout, prev.protocols
+		g.members[prev.id], g.static[instance] = om, prev.id
+		if g.leader == id {
+			g.leader = prev.id
+		}
+		return true
+	}
+	recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
+	w, code := c.appendLocked(sh, g.id, recs, func(code int16) {
+		if code != 0 && c.currentLocked(sh) && revert() {
+			c.persistLocked(sh, g)
+		}
+	})
+	if code != 0 {
+		revert()
+	}
+	return w, code
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -209,13 +272,6 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// persistIfLocked writes g's metadata in the background if persist.
-func (c *Coordinator) persistIfLocked(sh *shard, g *group, persist bool) {
-	if persist {
-		c.persistAsync(sh, []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}})
-	}
 }
 
 // memberLocked finds a group member for a request, checking its
@@ -239,14 +295,19 @@ func memberLocked(g *group, memberID string, instance *string, gen int32) (*memb
 	return m, 0
 }
 
-// Sync handles a SyncGroup request; a follower's waits for the leader's.
-func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+// StartSync handles a SyncGroup request; the wait of a follower's answers
+// once the leader's assignment is written, the leader's once its own
+// write is committed.
+func (c *Coordinator) StartSync(req *kmsg.SyncGroupRequest) func(context.Context) *kmsg.SyncGroupResponse {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	fail := func(code int16) *kmsg.SyncGroupResponse { resp.ErrorCode = code; return resp }
+	fail := func(code int16) func(context.Context) *kmsg.SyncGroupResponse {
+		resp.ErrorCode = code
+		return answered(resp)
+	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	sh, code := c.lookupLocked(req.Group)
 	if code != 0 {
-		c.mu.Unlock()
 		return fail(code)
 	}
 	g := sh.groups[req.Group]
@@ -255,7 +316,6 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 		code = kerr.InconsistentGroupProtocol.Code
 	}
 	if code != 0 {
-		c.mu.Unlock()
 		return fail(code)
 	}
 	now := c.cfg.Now()
@@ -263,12 +323,10 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
 	switch g.state {
 	case statePreparingRebalance, stateEmpty:
-		c.mu.Unlock()
 		return fail(kerr.RebalanceInProgress.Code)
 	case stateStable:
 		resp.MemberAssignment = m.assignment
-		c.mu.Unlock()
-		return resp
+		return answered(resp)
 	}
 	// CompletingRebalance.
 	wait := make(chan syncResult, 1)
@@ -284,34 +342,40 @@ func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kms
 			gm.assignment = assignments[id]
 		}
 		g.persisting, g.persistingGen = true, gen
-		recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
-		c.mu.Unlock()
-		code := groupWriteCode(c.write(ctx, sh, recs))
-		c.mu.Lock()
-		if g.persistingGen == gen {
-			g.persisting = false
-		}
-		if c.currentLocked(sh) && sh.groups[g.id] == g && g.generation == gen && g.state == stateCompletingRebalance {
+		// complete ends the rebalance once the assignment is written: the
+		// members get it, or all rejoin if the write failed.
+		complete := func(code int16) {
+			if g.persistingGen == gen {
+				g.persisting = false
+			}
+			if !c.currentLocked(sh) || sh.groups[g.id] != g || g.generation != gen || g.state != stateCompletingRebalance {
+				return
+			}
 			if code == 0 {
 				g.setState(stateStable, c.cfg.Now())
 				for _, gm := range g.members {
 					gm.answerSync(syncResult{assignment: gm.assignment})
 				}
-			} else {
-				for _, gm := range g.members {
-					gm.answerSync(syncResult{code: code})
-				}
-				g.prepareRebalance(c.cfg.Now())
+				return
 			}
+			for _, gm := range g.members {
+				gm.answerSync(syncResult{code: code})
+			}
+			g.prepareRebalance(c.cfg.Now())
+		}
+		recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
+		if _, code := c.appendLocked(sh, g.id, recs, func(code int16) { complete(groupWriteCode(code)) }); code != 0 {
+			complete(groupWriteCode(code))
 		}
 	}
-	c.mu.Unlock()
-	select {
-	case r := <-wait:
-		resp.ErrorCode, resp.MemberAssignment = r.code, r.assignment
+	return func(ctx context.Context) *kmsg.SyncGroupResponse {
+		select {
+		case r := <-wait:
+			resp.ErrorCode, resp.MemberAssignment = r.code, r.assignment
+		case <-ctx.Done():
+			resp.ErrorCode = kerr.RebalanceInProgress.Code
+		}
 		return resp
-	case <-ctx.Done():
-		return fail(kerr.RebalanceInProgress.Code)
 	}
 }
 
@@ -374,16 +438,18 @@ func (c *Coordinator) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 		rm.MemberID, rm.InstanceID, rm.ErrorCode = lm.MemberID, lm.InstanceID, mcode
 		resp.Members = append(resp.Members, rm)
 	}
-	if left {
-		c.persistIfLocked(sh, g, g.memberLeft(c.cfg.Now()))
+	if left && g.memberLeft(c.cfg.Now()) {
+		c.persistLocked(sh, g)
 	}
 	return resp
 }
 
-// CommitOffsets handles an OffsetCommit request.
-func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+// StartCommitOffsets handles an OffsetCommit request: the offsets are
+// appended and take effect at once (a later OffsetFetch reads them, after
+// waiting for their commit), and the wait answers once they are committed.
+func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(context.Context) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	setAll := func(code int16, perPartition func(p kmsg.OffsetCommitRequestTopicPartition) int16) {
+	setAll := func(code int16) *kmsg.OffsetCommitResponse {
 		resp.Topics = resp.Topics[:0]
 		for _, t := range req.Topics {
 			rt := kmsg.NewOffsetCommitResponseTopic()
@@ -391,20 +457,20 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = p.Partition, code
-				if code == 0 && perPartition != nil {
-					rp.ErrorCode = perPartition(p)
+				if code == 0 && p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes {
+					rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+		return resp
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	sh, code := c.lookupLocked(req.Group)
 	if code != 0 {
-		c.mu.Unlock()
-		setAll(code, nil)
-		return resp
+		return answered(setAll(code))
 	}
 	now := c.cfg.Now()
 	g := sh.groups[req.Group]
@@ -418,15 +484,9 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 			mcode = kerr.RebalanceInProgress.Code
 		}
 		if mcode != 0 {
-			c.mu.Unlock()
-			setAll(mcode, nil)
-			return resp
+			return answered(setAll(mcode))
 		}
 		m.deadline = now.Add(m.sessionTimeout)
-	}
-	if g == nil {
-		g = newGroup(req.Group, now)
-		sh.groups[req.Group] = g
 	}
 	ts := now.UnixMilli()
 	commits := map[topicPartition]Offset{}
@@ -444,49 +504,40 @@ func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitR
 			if req.Version < 6 {
 				o.LeaderEpoch = -1
 			}
-			tp := topicPartition{t.Topic, p.Partition}
-			commits[tp] = o
-			recs = append(recs, records.KV{Key: offsetKey(g.id, t.Topic, p.Partition), Value: offsetValue(o)})
+			commits[topicPartition{t.Topic, p.Partition}] = o
+			recs = append(recs, records.KV{Key: offsetKey(req.Group, t.Topic, p.Partition), Value: offsetValue(o)})
 		}
 	}
-	c.mu.Unlock()
-	wcode := int16(0)
-	if len(recs) > 0 {
-		wcode = c.write(ctx, sh, recs)
+	if len(recs) == 0 {
+		return answered(setAll(0))
 	}
-	c.mu.Lock()
-	if wcode == 0 && c.currentLocked(sh) {
-		cur := sh.groups[g.id]
-		if cur == nil { // deleted meanwhile: the commit revives it
-			cur = g
-			sh.groups[g.id] = g
-		}
-		// (If it was deleted and created anew meanwhile, the commit
-		// belongs to the group that exists now.)
-		for tp, o := range commits {
-			cur.offsets[tp] = o
-		}
+	w, code := c.appendLocked(sh, req.Group, recs, nil)
+	if code != 0 {
+		return answered(setAll(code))
 	}
-	c.mu.Unlock()
-	setAll(wcode, func(p kmsg.OffsetCommitRequestTopicPartition) int16 {
-		if p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes {
-			return kerr.OffsetMetadataTooLarge.Code
-		}
-		return 0
-	})
-	return resp
+	if g == nil {
+		g = newGroup(req.Group, now)
+		sh.groups[req.Group] = g
+	}
+	for tp, o := range commits {
+		g.offsets[tp] = o
+	}
+	return func(ctx context.Context) *kmsg.OffsetCommitResponse { return setAll(await(ctx, w)) }
 }
 
-// FetchOffsets handles an OffsetFetch request (one group; versions up to
-// 7). Topics nil asks for every partition the group committed.
-func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+// StartFetchOffsets handles an OffsetFetch request (one group; versions up
+// to 7). Topics nil asks for every partition the group committed. It
+// reads the offsets at once; if a write of the group is still in flight,
+// the wait answers only once it is committed (no client reads an offset
+// that may yet be lost), with an error if it fails.
+func (c *Coordinator) StartFetchOffsets(req *kmsg.OffsetFetchRequest) func(context.Context) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sh, code := c.lookupLocked(req.Group)
 	if code != 0 {
 		resp.ErrorCode = code
-		return resp
+		return answered(resp)
 	}
 	g := sh.groups[req.Group]
 	partition := func(topic string, p int32) kmsg.OffsetFetchResponseTopicPartition {
@@ -516,17 +567,35 @@ func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFet
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+	} else {
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, partition(t.Topic, p))
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	w := sh.inFlight[req.Group]
+	if w == nil {
+		return answered(resp)
+	}
+	return func(ctx context.Context) *kmsg.OffsetFetchResponse {
+		if code := groupWriteCode(await(ctx, w)); code != 0 {
+			// What was read may never be committed: answer an error
+			// (retriable) instead, per partition too (v1 has no
+			// top-level error).
+			resp.ErrorCode = code
+			for i := range resp.Topics {
+				for j := range resp.Topics[i].Partitions {
+					rp := &resp.Topics[i].Partitions[j]
+					rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, nil, code
+				}
+			}
+		}
 		return resp
 	}
-	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetFetchResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, partition(t.Topic, p))
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -621,14 +690,17 @@ func equalFold(a, b string) bool {
 	return true
 }
 
-// Delete handles DeleteGroups: empty groups lose their offsets and
-// metadata (tombstones); a group with members is NON_EMPTY_GROUP.
-func (c *Coordinator) Delete(ctx context.Context, groups []string) []kmsg.DeleteGroupsResponseGroup {
-	var out []kmsg.DeleteGroupsResponseGroup
-	for _, id := range groups {
-		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group = id
-		c.mu.Lock()
+// StartDelete handles DeleteGroups: empty groups lose their offsets and
+// metadata (tombstones); a group with members is NON_EMPTY_GROUP. A group
+// is gone at once; the wait answers once its tombstones are committed.
+func (c *Coordinator) StartDelete(groups []string) func(context.Context) []kmsg.DeleteGroupsResponseGroup {
+	out := make([]kmsg.DeleteGroupsResponseGroup, len(groups))
+	writes := make([]*write, len(groups))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, id := range groups {
+		out[i] = kmsg.NewDeleteGroupsResponseGroup()
+		out[i].Group = id
 		sh, code := c.lookupLocked(id)
 		var g *group
 		if code == 0 {
@@ -640,36 +712,35 @@ func (c *Coordinator) Delete(ctx context.Context, groups []string) []kmsg.Delete
 				code = kerr.NonEmptyGroup.Code
 			}
 		}
-		if code != 0 {
-			c.mu.Unlock()
-			rg.ErrorCode = code
-			out = append(out, rg)
-			continue
-		}
-		recs := []records.KV{{Key: groupKey(id)}}
-		for tp := range g.offsets {
-			recs = append(recs, records.KV{Key: offsetKey(id, tp.topic, tp.partition)})
-		}
-		c.mu.Unlock()
-		rg.ErrorCode = c.write(ctx, sh, recs)
-		if rg.ErrorCode == 0 {
-			c.mu.Lock()
-			if c.currentLocked(sh) && sh.groups[id] == g && len(g.members) == 0 {
+		if code == 0 {
+			recs := []records.KV{{Key: groupKey(id)}}
+			for tp := range g.offsets {
+				recs = append(recs, records.KV{Key: offsetKey(id, tp.topic, tp.partition)})
+			}
+			if writes[i], code = c.appendLocked(sh, id, recs, nil); code == 0 {
 				delete(sh.groups, id)
 			}
-			c.mu.Unlock()
 		}
-		out = append(out, rg)
+		out[i].ErrorCode = code
 	}
-	return out
+	return func(ctx context.Context) []kmsg.DeleteGroupsResponseGroup {
+		for i, w := range writes {
+			if w != nil {
+				out[i].ErrorCode = await(ctx, w)
+			}
+		}
+		return out
+	}
 }
 
-// DeleteOffsets handles OffsetDelete: the group's committed offsets of
-// the given partitions are removed, unless the group's members subscribe
-// to the topic (GROUP_SUBSCRIBED_TO_TOPIC).
-func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+// StartDeleteOffsets handles OffsetDelete: the group's committed offsets
+// of the given partitions are removed, unless the group's members
+// subscribe to the topic (GROUP_SUBSCRIBED_TO_TOPIC). They are gone at
+// once; the wait answers once the tombstones are committed.
+func (c *Coordinator) StartDeleteOffsets(req *kmsg.OffsetDeleteRequest) func(context.Context) *kmsg.OffsetDeleteResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	sh, code := c.lookupLocked(req.Group)
 	var g *group
 	if code == 0 {
@@ -678,15 +749,13 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteR
 		}
 	}
 	if code != 0 {
-		c.mu.Unlock()
 		resp.ErrorCode = code
-		return resp
+		return answered(resp)
 	}
 	subscribed, known := g.subscribedTopics()
 	if !known {
-		c.mu.Unlock()
 		resp.ErrorCode = kerr.NonEmptyGroup.Code
-		return resp
+		return answered(resp)
 	}
 	var recs []records.KV
 	var gone []topicPartition
@@ -706,37 +775,33 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteR
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	c.mu.Unlock()
 	if len(recs) == 0 {
-		return resp
+		return answered(resp)
 	}
-	if code := c.write(ctx, sh, recs); code != 0 {
+	w, code := c.appendLocked(sh, g.id, recs, nil)
+	if code != 0 {
 		resp.ErrorCode = code
+		return answered(resp)
+	}
+	for _, tp := range gone {
+		delete(g.offsets, tp)
+	}
+	return func(ctx context.Context) *kmsg.OffsetDeleteResponse {
+		resp.ErrorCode = await(ctx, w)
 		return resp
 	}
-	c.mu.Lock()
-	if c.currentLocked(sh) {
-		for _, tp := range gone {
-			delete(g.offsets, tp)
-		}
-	}
-	c.mu.Unlock()
-	return resp
 }
 
 // Tick runs the coordinator's timers as of now: expired pending member
 // ids and sessions, rebalance deadlines, and the expiry of empty groups'
-// offsets (offsets.retention.minutes), whose tombstones it writes.
+// offsets (offsets.retention.minutes). It does not wait for any write: an
+// expiry takes effect in memory as its tombstones are appended, and a
+// group has at most one expiry write in flight, so a slow partition
+// neither stalls the timers nor piles up writes.
 func (c *Coordinator) Tick() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	now := c.cfg.Now()
-	type expiry struct {
-		sh   *shard
-		g    *group
-		recs []records.KV
-		tps  []topicPartition
-	}
-	var expired []expiry
 	for _, sh := range c.shards {
 		if sh.loading {
 			continue
@@ -773,37 +838,51 @@ func (c *Coordinator) Tick() {
 					persist = g.memberLeft(now)
 				}
 			case stateEmpty:
-				e := expiry{sh: sh, g: g}
-				for tp, o := range g.offsets {
-					if now.Sub(maxTime(time.UnixMilli(o.CommitTimestamp), g.stateSince)) > c.cfg.OffsetsRetention {
-						e.recs = append(e.recs, records.KV{Key: offsetKey(g.id, tp.topic, tp.partition)})
-						e.tps = append(e.tps, tp)
-					}
-				}
-				if len(e.tps) == len(g.offsets) && now.Sub(g.stateSince) > c.cfg.OffsetsRetention {
-					e.recs = append(e.recs, records.KV{Key: groupKey(g.id)})
-				}
-				if len(e.recs) > 0 {
-					expired = append(expired, e)
+				if !g.expiring {
+					c.expireLocked(sh, g, now)
 				}
 			}
-			c.persistIfLocked(sh, g, persist)
+			if persist {
+				c.persistLocked(sh, g)
+			}
 		}
 	}
-	c.mu.Unlock()
-	for _, e := range expired {
-		if code := c.write(context.Background(), e.sh, e.recs); code != 0 {
-			continue
+}
+
+// expireLocked removes an empty group's expired offsets, and the group
+// once all are gone and it has been empty for the retention, writing
+// their tombstones.
+func (c *Coordinator) expireLocked(sh *shard, g *group, now time.Time) {
+	var recs []records.KV
+	var tps []topicPartition
+	for tp, o := range g.offsets {
+		if now.Sub(maxTime(time.UnixMilli(o.CommitTimestamp), g.stateSince)) > c.cfg.OffsetsRetention {
+			recs = append(recs, records.KV{Key: offsetKey(g.id, tp.topic, tp.partition)})
+			tps = append(tps, tp)
 		}
-		c.mu.Lock()
-		if c.currentLocked(e.sh) && e.g.state == stateEmpty {
-			for _, tp := range e.tps {
-				delete(e.g.offsets, tp)
-			}
-			if len(e.g.offsets) == 0 && len(e.g.members) == 0 && e.sh.groups[e.g.id] == e.g {
-				delete(e.sh.groups, e.g.id)
-			}
+	}
+	dead := len(tps) == len(g.offsets) && now.Sub(g.stateSince) > c.cfg.OffsetsRetention
+	if dead {
+		recs = append(recs, records.KV{Key: groupKey(g.id)})
+	}
+	if len(recs) == 0 {
+		return
+	}
+	_, code := c.appendLocked(sh, g.id, recs, func(code int16) {
+		g.expiring = false
+		if code != 0 {
+			c.logger.Warn("expiring offsets failed", "partition", sh.partition, "group", g.id, "code", code)
 		}
-		c.mu.Unlock()
+	})
+	if code != 0 {
+		return // tried again at the next tick
+	}
+	for _, tp := range tps {
+		delete(g.offsets, tp)
+	}
+	if dead {
+		delete(sh.groups, g.id)
+	} else {
+		g.expiring = true
 	}
 }

@@ -21,10 +21,21 @@ const OffsetsTopic = "__consumer_offsets"
 // Store is one __consumer_offsets partition led here, as the coordinator
 // uses it. The broker implements it over its local leader replica.
 type Store interface {
-	// Append writes recs in one batch and returns once they are committed
-	// (acks=all), or with an error (the coordinator answers
-	// NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE).
-	Append(ctx context.Context, recs []records.KV) error
+	// Append appends recs in one batch as leader in leader epoch epoch and
+	// returns the offset just past them, without waiting for them to be
+	// committed. It refuses (ErrNotLeader) unless the partition is led
+	// here in epoch, and may refuse for other reasons (too few in-sync
+	// replicas); a refused Append wrote nothing. The coordinator calls it
+	// holding its lock, so that its changes reach the log in the order it
+	// makes them in memory: it must not wait for replication, an fsync or
+	// the network.
+	Append(epoch int32, recs []records.KV) (end int64, err error)
+	// WaitCommitted returns nil once every offset below end is committed
+	// (acks=all) by this broker as leader in epoch, the epoch of the
+	// Append: once the partition was led elsewhere, even briefly, the
+	// records may have been truncated, and it fails (ErrNotLeader). It
+	// returns early with ctx's error.
+	WaitCommitted(ctx context.Context, epoch int32, end int64) error
 	// Load calls fn with every record of the partition, in offset order,
 	// from its start to its end as of the call.
 	Load(ctx context.Context, fn func(key, value []byte) error) error
@@ -71,14 +82,24 @@ func DefaultConfig() Config {
 	}
 }
 
-// shard is one __consumer_offsets partition led here.
+// shard is one __consumer_offsets partition led here, in one leader
+// epoch. Its fields are guarded by the coordinator's lock.
 type shard struct {
 	partition int32
-	epoch     int32
-	store     Store
-	loading   bool
-	groups    map[string]*group
-	cancel    context.CancelFunc
+	// epoch is the leader epoch it coordinates in; every write is
+	// appended and acknowledged only in it.
+	epoch   int32
+	store   Store
+	loading bool
+	groups  map[string]*group
+	// inFlight is, per group id, the group's latest write whose outcome
+	// is not known yet (kept for deleted groups too): an OffsetFetch
+	// answers only once the writes it read are committed.
+	inFlight map[string]*write
+	// ctx is done once the shard is dropped: its load and the waits of
+	// its writes end.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // Coordinator coordinates the groups of the __consumer_offsets partitions
@@ -88,8 +109,14 @@ type Coordinator struct {
 	cfg    Config
 	logger *slog.Logger
 
+	// writes counts the goroutines awaiting writes' commits; Close waits
+	// for them.
+	writes sync.WaitGroup
+
 	mu     sync.Mutex
 	shards map[int32]*shard
+	// inFlightWrites counts the writes whose outcome is not known yet.
+	inFlightWrites int
 	// partitions is the partition count of __consumer_offsets (Elected
 	// learns the real one; cfg.Partitions until then).
 	partitions int32
@@ -142,7 +169,8 @@ func (c *Coordinator) Elected(partition, epoch, partitions int32, store Store) {
 		c.dropLocked(sh)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sh := &shard{partition: partition, epoch: epoch, store: store, loading: true, groups: map[string]*group{}, cancel: cancel}
+	sh := &shard{partition: partition, epoch: epoch, store: store, loading: true, groups: map[string]*group{},
+		inFlight: map[string]*write{}, ctx: ctx, cancel: cancel}
 	c.shards[partition] = sh
 	c.mu.Unlock()
 	go c.load(ctx, sh)
@@ -158,13 +186,14 @@ func (c *Coordinator) Resigned(partition, epoch int32) {
 	}
 }
 
-// Close resigns everything.
+// Close resigns everything and waits for the writes in flight to end.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, sh := range c.shards {
 		c.dropLocked(sh)
 	}
+	c.mu.Unlock()
+	c.writes.Wait()
 }
 
 // dropLocked forgets a shard; its waiting requests get NOT_COORDINATOR.
@@ -322,22 +351,78 @@ func (c *Coordinator) lookupLocked(groupID string) (*shard, int16) {
 	return sh, 0
 }
 
-// write appends recs to sh's partition without holding the lock, and
-// maps failure to the error code Kafka's coordinator answers.
-func (c *Coordinator) write(ctx context.Context, sh *shard, recs []records.KV) int16 {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
-	defer cancel()
-	err := sh.store.Append(ctx, recs)
+// write is one append to a shard's partition, whose commit is awaited in
+// the background.
+type write struct {
+	// done is closed once the outcome is known; code is then 0 (committed)
+	// or the error code Kafka's coordinator answers for the failure.
+	done chan struct{}
+	code int16
+}
+
+// appendLocked appends recs, records of group groupID, to sh's partition
+// as leader in sh's epoch. The caller holds the lock across the append and
+// its in-memory change, so the log and memory change in the same order;
+// it makes the change only if the append succeeded (code 0): a refused
+// append wrote nothing. A goroutine then awaits the commit and, holding
+// the lock, calls onDone (if not nil) with the outcome before it
+// completes the returned write. A write that fails after its append (a
+// timeout) may still be committed later, so the change it made stays in
+// memory as it is in the leader's log; only a static member's replacement
+// is reverted, as in Kafka.
+func (c *Coordinator) appendLocked(sh *shard, groupID string, recs []records.KV, onDone func(code int16)) (*write, int16) {
+	end, err := sh.store.Append(sh.epoch, recs)
+	if err != nil {
+		return nil, c.writeCode(sh, err)
+	}
+	w := &write{done: make(chan struct{})}
+	sh.inFlight[groupID] = w
+	c.inFlightWrites++
+	c.writes.Add(1)
+	go func() {
+		defer c.writes.Done()
+		ctx, cancel := context.WithTimeout(sh.ctx, c.cfg.CommitTimeout)
+		code := c.writeCode(sh, sh.store.WaitCommitted(ctx, sh.epoch, end))
+		cancel()
+		c.mu.Lock()
+		if sh.inFlight[groupID] == w {
+			delete(sh.inFlight, groupID)
+		}
+		if onDone != nil {
+			onDone(code)
+		}
+		w.code = code
+		c.inFlightWrites--
+		c.mu.Unlock()
+		close(w.done)
+	}()
+	return w, 0
+}
+
+// writeCode maps a Store error to the error code Kafka's coordinator
+// answers.
+func (c *Coordinator) writeCode(sh *shard, err error) int16 {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, ErrNotLeader):
+	case errors.Is(err, ErrNotLeader), sh.ctx.Err() != nil:
 		return kerr.NotCoordinator.Code
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut.Code
 	default:
 		c.logger.Warn("writing to "+OffsetsTopic+" failed", "partition", sh.partition, "err", err)
 		return kerr.CoordinatorNotAvailable.Code
+	}
+}
+
+// await returns the outcome of w, or REQUEST_TIMED_OUT if ctx is done
+// first (the connection is closing).
+func await(ctx context.Context, w *write) int16 {
+	select {
+	case <-w.done:
+		return w.code
+	case <-ctx.Done():
+		return kerr.RequestTimedOut.Code
 	}
 }
 
@@ -353,16 +438,20 @@ func groupWriteCode(code int16) int16 {
 	return code
 }
 
-// current reports whether sh still coordinates its partition (after the
-// lock was released for a write).
+// currentLocked reports whether sh still coordinates its partition.
 func (c *Coordinator) currentLocked(sh *shard) bool { return c.shards[sh.partition] == sh }
 
-// persistAsync writes a group's metadata in the background (after a
-// rebalance emptied it); a failure only costs the stored generation.
-func (c *Coordinator) persistAsync(sh *shard, recs []records.KV) {
-	go func() {
-		if code := c.write(context.Background(), sh, recs); code != 0 {
-			c.logger.Warn("persisting group metadata failed", "partition", sh.partition, "code", code)
+// persistLocked writes g's metadata (after a rebalance emptied it); the
+// writer waits for nothing, and a failure only costs the stored
+// generation.
+func (c *Coordinator) persistLocked(sh *shard, g *group) {
+	recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
+	logFailure := func(code int16) {
+		if code != 0 {
+			c.logger.Warn("persisting group metadata failed", "partition", sh.partition, "group", g.id, "code", code)
 		}
-	}()
+	}
+	if _, code := c.appendLocked(sh, g.id, recs, logFailure); code != 0 {
+		logFailure(code)
+	}
 }

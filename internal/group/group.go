@@ -145,6 +145,9 @@ type group struct {
 	// generation persistingGen is being written.
 	persisting    bool
 	persistingGen int32
+	// expiring is set while a write of expired offsets' tombstones is in
+	// flight: the group's next expiry waits for it.
+	expiring bool
 }
 
 func newGroup(id string, now time.Time) *group {

@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -15,18 +16,26 @@ import (
 	"github.com/samsa-io/samsa/internal/records"
 )
 
-// memStore is an in-memory Store: Append adds to a slice of records, Load
-// replays it. Appends can be made to fail (failNext) or to block until
-// released (blockAppends), and Load to block (blockLoad).
+// memStore is an in-memory Store: Append adds to a slice of records,
+// WaitCommitted returns at once, Load replays the slice. Appends can be
+// made to fail (fail), the waits for their commits to block until
+// released (hold, holdNext), the partition to be led elsewhere meanwhile
+// (moveLeadership), and Load to block (loadGate).
 type memStore struct {
 	mu   sync.Mutex
 	recs []records.KV
+	// epoch, once set by moveLeadership, is the only leader epoch that
+	// Append and WaitCommitted accept (0: any).
+	epoch int32
 	// failures are errors returned by the next Appends, in order.
 	failures []error
-	// gate, when set, holds every Append until it is closed; entered
-	// receives one value per Append that starts waiting on it.
-	gate    chan struct{}
-	entered chan struct{}
+	// gate, when set, holds the commit of every Append until it is
+	// closed; nextGate only that of the next one. entered and nextEntered
+	// receive one value per wait that starts waiting on them.
+	gate, entered         chan struct{}
+	nextGate, nextEntered chan struct{}
+	// gates are the gates of the appends, by their end offset.
+	gates map[int64][2]chan struct{}
 	// loadGate, when set, holds Load until it is closed.
 	loadGate chan struct{}
 	appends  int
@@ -34,31 +43,55 @@ type memStore struct {
 
 var errStoreDown = errors.New("memstore: injected failure")
 
-func (s *memStore) Append(ctx context.Context, recs []records.KV) error {
+func (s *memStore) Append(epoch int32, recs []records.KV) (int64, error) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.appends++
-	gate, entered := s.gate, s.entered
 	if len(s.failures) > 0 {
 		err := s.failures[0]
 		s.failures = s.failures[1:]
-		s.mu.Unlock()
-		return err
+		return 0, err
 	}
+	if s.epoch != 0 && epoch != s.epoch {
+		return 0, fmt.Errorf("%w: append in epoch %d, leading in %d", ErrNotLeader, epoch, s.epoch)
+	}
+	for _, r := range recs {
+		s.recs = append(s.recs, records.KV{Key: clone(r.Key), Value: clone(r.Value)})
+	}
+	end := int64(len(s.recs))
+	gate := [2]chan struct{}{s.gate, s.entered}
+	if s.nextGate != nil {
+		gate = [2]chan struct{}{s.nextGate, s.nextEntered}
+		s.nextGate, s.nextEntered = nil, nil
+	}
+	if gate[0] != nil {
+		if s.gates == nil {
+			s.gates = map[int64][2]chan struct{}{}
+		}
+		s.gates[end] = gate
+	}
+	return end, nil
+}
+
+func (s *memStore) WaitCommitted(ctx context.Context, epoch int32, end int64) error {
+	s.mu.Lock()
+	gate := s.gates[end]
+	delete(s.gates, end)
 	s.mu.Unlock()
-	if gate != nil {
-		if entered != nil {
-			entered <- struct{}{}
+	if gate[0] != nil {
+		if gate[1] != nil {
+			gate[1] <- struct{}{}
 		}
 		select {
-		case <-gate:
+		case <-gate[0]:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, r := range recs {
-		s.recs = append(s.recs, records.KV{Key: clone(r.Key), Value: clone(r.Value)})
+	if s.epoch != 0 && epoch != s.epoch {
+		return fmt.Errorf("%w: appended in epoch %d, leading in %d", ErrNotLeader, epoch, s.epoch)
 	}
 	return nil
 }
@@ -92,13 +125,15 @@ func (s *memStore) Load(ctx context.Context, fn func(key, value []byte) error) e
 	return nil
 }
 
+// fail makes the next Appends fail with errs (nothing is appended).
 func (s *memStore) fail(errs ...error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures = append(s.failures, errs...)
 }
 
-// hold makes Appends block until the returned release is called.
+// hold makes the commits of later Appends wait until the returned release
+// is called.
 func (s *memStore) hold() (entered <-chan struct{}, release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,6 +148,32 @@ func (s *memStore) hold() (entered <-chan struct{}, release func()) {
 			close(gate)
 		})
 	}
+}
+
+// holdNext makes the commit of the next Append wait until the returned
+// release is called.
+func (s *memStore) holdNext() (entered <-chan struct{}, release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gate, ent := make(chan struct{}), make(chan struct{}, 1)
+	s.nextGate, s.nextEntered = gate, ent
+	var once sync.Once
+	return ent, func() { once.Do(func() { close(gate) }) }
+}
+
+// moveLeadership models the partition led by another broker and then
+// here again in epoch: records from the keep-th on were truncated (they
+// were not replicated), and only epoch is accepted from now on.
+func (s *memStore) moveLeadership(epoch int32, keep int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs, s.epoch = s.recs[:keep], epoch
+}
+
+func (s *memStore) appendCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.appends
 }
 
 func (s *memStore) snapshot() []records.KV {
@@ -215,6 +276,58 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Microsecond)
 	}
+}
+
+// settle waits until no write of the coordinator is in flight.
+func (h *harness) settle() {
+	h.t.Helper()
+	waitFor(h.t, "the writes in flight", func() bool {
+		h.c.mu.Lock()
+		defer h.c.mu.Unlock()
+		return h.c.inFlightWrites == 0
+	})
+}
+
+// reload is a fresh coordinator over the same store, as after a failover.
+func (h *harness) reload() *harness {
+	h.t.Helper()
+	c := New(h.cfg)
+	h.t.Cleanup(c.Close)
+	h2 := &harness{t: h.t, clk: h.clk, store: h.store, c: c, cfg: h.cfg}
+	for p := range h.cfg.Partitions {
+		c.Elected(p, 1, h.cfg.Partitions, h.store)
+	}
+	for p := range h.cfg.Partitions {
+		h2.waitLoaded(p)
+	}
+	return h2
+}
+
+// The blocking forms of the coordinator's Start methods: each takes
+// effect and then waits.
+
+func (c *Coordinator) Join(ctx context.Context, req *kmsg.JoinGroupRequest, clientID, clientHost string) *kmsg.JoinGroupResponse {
+	return c.StartJoin(req, clientID, clientHost)(ctx)
+}
+
+func (c *Coordinator) Sync(ctx context.Context, req *kmsg.SyncGroupRequest) *kmsg.SyncGroupResponse {
+	return c.StartSync(req)(ctx)
+}
+
+func (c *Coordinator) CommitOffsets(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	return c.StartCommitOffsets(req)(ctx)
+}
+
+func (c *Coordinator) FetchOffsets(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
+	return c.StartFetchOffsets(req)(context.Background())
+}
+
+func (c *Coordinator) Delete(ctx context.Context, groups []string) []kmsg.DeleteGroupsResponseGroup {
+	return c.StartDelete(groups)(ctx)
+}
+
+func (c *Coordinator) DeleteOffsets(ctx context.Context, req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDeleteResponse {
+	return c.StartDeleteOffsets(req)(ctx)
 }
 
 func (h *harness) waitLoaded(p int32) {

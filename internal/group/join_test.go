@@ -275,11 +275,12 @@ func TestSyncGroup(t *testing.T) {
 	entered, release := h.store.hold()
 	ls := h.syncAsync(syncReq("g", leader.MemberID, 1, assignments))
 	recv(t, entered)
-	// Nobody is answered before the assignment is stored.
+	// The assignment is appended, but nobody is answered before it is
+	// committed.
 	pending(t, f0, "follower's SyncGroup")
 	pending(t, ls, "leader's SyncGroup")
-	if _, ok := h.store.lastGroupRecord(t, "g"); ok {
-		t.Fatal("group metadata stored before the write was released")
+	if _, ok := h.store.lastGroupRecord(t, "g"); !ok {
+		t.Fatal("group metadata not appended")
 	}
 	release()
 	for _, c := range []struct {
