@@ -36,7 +36,16 @@
 // place across restarts: a returning static member replaces its old
 // member id without a rebalance when nothing else changed.
 //
+// # Order
+//
+// Each request takes effect when it arrives (the Start methods) and only
+// its answer waits (the returned wait), so the requests of a connection
+// take effect in their order. A change is made in memory and appended to
+// the partition together, under the coordinator's lock, so memory is
+// always the leader's log; commits are awaited by a goroutine per write,
+// and acknowledged only if committed in the shard's leader epoch.
+//
 // Timers (session, rebalance and pending-member deadlines, offset expiry)
-// are driven by Tick, which the broker calls periodically; tests call it
-// with their own clock.
+// are driven by Tick, which the broker calls periodically and which never
+// waits for a write; tests call it with their own clock.
 package group
