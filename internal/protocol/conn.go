@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +26,15 @@ const (
 	// keepWriteBuffer is the largest write buffer kept between writes; a
 	// larger one (a big fetch response) is dropped once written.
 	keepWriteBuffer = 1 << 20
+	// smallFrame is the largest request frame read in one allocation and
+	// charged to the memory budget without waiting for room; larger ones
+	// grow from this size as their bytes arrive (readFrame).
+	smallFrame = 64 << 10
+	// minResponseGrant is what ReserveResponse grants a request whose
+	// connection holds no other response bytes even when the budget has
+	// less free, so that a consumer keeps making some progress while
+	// others hold the budget.
+	minResponseGrant = 1 << 20
 )
 
 // pending is a handled request waiting for the write goroutine.
@@ -32,6 +43,20 @@ type pending struct {
 	version       int16
 	correlationID int32
 	resp          Response
+	// held is the request's share of the memory budget, released once
+	// its response is written.
+	held *held
+}
+
+// held is what one request holds of the server's memory budget: its frame
+// and the bytes its handler reserved for the response. The read goroutine
+// sets it up and the write goroutine releases it; a Later func running on
+// the write goroutine may reserve more. The queue between them orders
+// those accesses.
+type held struct {
+	c        *conn
+	frame    int64
+	response int64
 }
 
 // conn is one client connection.
@@ -46,7 +71,9 @@ type conn struct {
 	s    *Server
 	nc   net.Conn
 	info ConnInfo
-	log  *slog.Logger
+	// ip is the peer's address, for max.connections.per.ip.
+	ip  string
+	log *slog.Logger
 
 	// ctx is passed to Handle; cancel is called by shutdown.
 	ctx    context.Context
@@ -58,6 +85,18 @@ type conn struct {
 	queue chan pending
 	// writerDone is closed when writeLoop returns.
 	writerDone chan struct{}
+
+	// charged is the bytes of the server's budget this connection holds:
+	// the frames of its requests not yet answered (and of the one being
+	// read), and their responses' reservations. Both goroutines update
+	// it; whatever is left when both have stopped is released then.
+	charged atomic.Int64
+	// released is signalled (without blocking) by the writer each time it
+	// releases bytes, for a reader paused on MaxQueuedBytesPerConnection.
+	released chan struct{}
+	// owed is the bytes of the responses encoded into the write buffer
+	// but not yet written, released once they are. Write goroutine only.
+	owed int64
 
 	closeOnce sync.Once
 }
@@ -76,9 +115,27 @@ func newConn(s *Server, nc net.Conn) *conn {
 		cancel:     cancel,
 		queue:      make(chan pending, s.cfg.MaxInFlight),
 		writerDone: make(chan struct{}),
+		released:   make(chan struct{}, 1),
 	}
 	c.log = s.log.With("conn", c.info.ID, "remote", c.info.Remote)
 	return c
+}
+
+// take charges n bytes, already taken from the server's budget, to the
+// connection.
+func (c *conn) take(n int64) { c.charged.Add(n) }
+
+// give releases n of the connection's bytes to the server's budget.
+func (c *conn) give(n int64) {
+	if n <= 0 {
+		return
+	}
+	c.charged.Add(-n)
+	c.s.budget.Release(n)
+	select {
+	case c.released <- struct{}{}:
+	default:
+	}
 }
 
 // shutdown closes the socket and cancels the connection's context. Queued
@@ -106,6 +163,9 @@ func (c *conn) readLoop() {
 		// Ownership: the reader outlives the writer so that the
 		// connection leaves the server's table only when both are gone.
 		<-c.writerDone
+		// Responses dropped unwritten, a partial frame: whatever the
+		// connection still holds goes back to the budget.
+		c.give(c.charged.Load())
 		c.s.removeConn(c)
 	}()
 	// Closing the queue lets the writer finish what was handled before
@@ -116,6 +176,14 @@ func (c *conn) readLoop() {
 	dec := decoder{versions: c.s.cfg.Versions}
 	var sizeBuf [4]byte
 	for {
+		// Kafka mutes a connection until its response is sent; samsa
+		// pipelines, but stops reading while the connection's unanswered
+		// requests and their responses hold more than
+		// MaxQueuedBytesPerConnection, so a client that does not read its
+		// responses stops being read from.
+		if !c.waitQueuedBytes() {
+			return
+		}
 		c.setReadDeadline()
 		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
 			c.logReadError(err, true)
@@ -147,12 +215,10 @@ func (c *conn) readLoop() {
 				return
 			}
 		}
-		// A fresh buffer per request: the decoded body aliases it, and a
-		// handler may keep it (a Later closure, records being
-		// replicated) after this loop has moved on.
-		frame := make([]byte, size)
 		c.setReadDeadline()
-		if _, err := io.ReadFull(br, frame); err != nil {
+		frame, err := c.readFrame(br, int(size))
+		h := &held{c: c, frame: int64(cap(frame))}
+		if err != nil {
 			c.logReadError(err, false)
 			c.shutdown()
 			return
@@ -163,12 +229,13 @@ func (c *conn) readLoop() {
 			return
 		}
 		req.Conn = &c.info
+		req.held = h
 
 		resp, ok := c.handle(req)
 		if !ok {
 			return
 		}
-		p := pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, resp: resp}
+		p := pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, resp: resp, held: h}
 		select {
 		case c.queue <- p:
 		case <-c.ctx.Done():
@@ -181,6 +248,71 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+}
+
+// waitQueuedBytes waits while the connection holds
+// MaxQueuedBytesPerConnection or more. It returns false if the connection
+// closed meanwhile. Only bytes of requests still to be answered are
+// counted, and the writer releases them as it writes, so the wait ends.
+func (c *conn) waitQueuedBytes() bool {
+	limit := c.s.cfg.MaxQueuedBytesPerConnection
+	if limit <= 0 {
+		return true
+	}
+	for c.charged.Load() >= limit {
+		select {
+		case <-c.released:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// readFrame reads a frame of size bytes (the size prefix already read). A
+// frame of up to smallFrame bytes is read into one buffer, charged to the
+// budget without waiting: every request but bulk Produce is that small,
+// and none of them must wait behind bulk data (a follower's fetch, which
+// an acks=all produce holding the budget may be waiting for). A larger
+// frame's buffer starts at smallFrame and doubles as its bytes arrive,
+// each step taken from the budget first, waiting for room: a client that
+// claims 100 MB and sends them slowly holds only what it has sent.
+//
+// A fresh buffer per request: the decoded body aliases it, and a handler
+// may keep it (a Later closure, records being replicated) after this loop
+// has moved on. The frame's bytes stay charged to the connection until its
+// response is written.
+func (c *conn) readFrame(br *bufio.Reader, size int) ([]byte, error) {
+	budget := c.s.budget
+	if size <= smallFrame {
+		budget.Charge(int64(size))
+		c.take(int64(size))
+		frame := make([]byte, size)
+		_, err := io.ReadFull(br, frame)
+		return frame, err
+	}
+	defer budget.frameDone(c)
+	var frame []byte
+	for len(frame) < size {
+		if len(frame) == cap(frame) {
+			n := min(max(2*cap(frame), smallFrame), size)
+			grow := int64(n - cap(frame))
+			if err := budget.acquire(c.ctx, grow, int64(cap(frame)), c); err != nil {
+				return frame, err
+			}
+			c.take(grow)
+			frame = append(make([]byte, 0, n), frame...)
+		}
+		m, err := br.Read(frame[len(frame):cap(frame)])
+		frame = frame[:len(frame)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return frame, err
+		}
+	}
+	return frame, nil
 }
 
 func (c *conn) setReadDeadline() {
@@ -232,7 +364,7 @@ func (c *conn) writeLoop() {
 	for {
 		var p pending
 		var ok bool
-		if len(buf) > 0 {
+		if len(buf) > 0 || c.owed > 0 {
 			select {
 			case p, ok = <-c.queue:
 			default:
@@ -254,7 +386,7 @@ func (c *conn) writeLoop() {
 			c.flush(buf)
 			return
 		}
-		if p.resp.Later != nil && len(buf) > 0 {
+		if p.resp.Later != nil && (len(buf) > 0 || c.owed > 0) {
 			if buf, ok = c.flush(buf); !ok {
 				return
 			}
@@ -263,7 +395,16 @@ func (c *conn) writeLoop() {
 			c.flush(buf)
 			return
 		}
-		if p.resp.Close {
+		if p.held != nil {
+			c.owed += p.held.frame + p.held.response
+		}
+		// The response is encoded in buf: drop the decoded one (a fetch
+		// response's records, the Later closure holding the request)
+		// before a write that may block, so that the response's bytes
+		// are in memory once, not twice.
+		closing := p.resp.Close
+		p = pending{}
+		if closing {
 			c.flush(buf)
 			return
 		}
@@ -317,6 +458,12 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
 	if body.GetVersion() != p.version {
 		body.SetVersion(p.version)
 	}
+	if p.held != nil && p.held.response > 0 {
+		// Room for the response's records (and some for the rest) in
+		// one allocation: growing buf by appends would allocate about
+		// twice the response in all.
+		buf = slices.Grow(buf, int(p.held.response)+64<<10)
+	}
 	out, err := appendResponse(buf, p.correlationID, body)
 	if err != nil {
 		c.log.Error("protocol: cannot encode response; closing connection", "key", p.key, "err", err)
@@ -327,8 +474,13 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
 
 // flush writes buf and returns it emptied for reuse (or nil if it grew too
 // big to keep). It returns false when the write failed.
+//
+// Once the bytes are written, the budget the responses held is released:
+// until then the encoded responses are in buf.
 func (c *conn) flush(buf []byte) ([]byte, bool) {
 	if len(buf) == 0 {
+		c.give(c.owed)
+		c.owed = 0
 		return buf, true
 	}
 	if c.s.cfg.WriteTimeout > 0 {
@@ -344,5 +496,7 @@ func (c *conn) flush(buf []byte) ([]byte, bool) {
 		}
 		return buf, false
 	}
+	c.give(c.owed)
+	c.owed = 0
 	return buf[:0], true
 }

@@ -43,12 +43,12 @@
 //   - A size prefix that is negative or above Config.MaxRequestBytes
 //     (socket.request.max.bytes, 100 MiB by default) closes the connection
 //     before anything is allocated; so does a frame shorter than a v1
-//     header (10 bytes). Otherwise a buffer of exactly the frame's size is
-//     allocated for each request and never reused, because the decoded body
-//     aliases it (Produce records, SASL bytes) and a handler may keep it.
-//     A client can therefore make the server allocate MaxRequestBytes by
-//     sending a size prefix alone; Config.MaxConnections bounds how many
-//     such buffers can exist.
+//     header (10 bytes). Each request gets a buffer of its own, never
+//     reused, because the decoded body aliases it (Produce records, SASL
+//     bytes) and a handler may keep it. A frame of up to 64 KiB is read
+//     into one buffer of its size; a larger one's buffer starts at 64 KiB
+//     and doubles as its bytes arrive, so a client that claims 100 MB and
+//     sends them slowly (or never) holds what it has sent, not 100 MB.
 //   - Every request but Produce is further capped at
 //     Config.MaxNonProduceRequestBytes (16 MiB): its API key is peeked
 //     before the body is read, and a larger frame closes the connection.
@@ -60,13 +60,81 @@
 //     the one just handled, at most MaxInFlight+2 are pending. When the
 //     queue is full the reader stops reading and TCP flow control pushes
 //     back on the client.
+//   - Memory, server-wide and per connection: see "Memory budget" below.
 //   - Config.IdleTimeout (connections.max.idle.ms, 10 minutes) closes a
 //     connection that starts no request for that long, or whose client
 //     takes longer than that to send the rest of a frame after its size
 //     prefix. Config.WriteTimeout (30 s) bounds every write, closing a
 //     connection whose client stops reading responses.
-//   - Config.MaxConnections (max.connections, unlimited by default) closes
-//     new connections beyond it at once.
+//   - Config.MaxConnections (max.connections) closes new connections beyond
+//     it at once, and so do Config.MaxConnectionsPerIP
+//     (max.connections.per.ip) and its per-address overrides for the
+//     connections of one remote IP address; all unlimited by default, as in
+//     Kafka.
+//
+// # Memory budget
+//
+// A client that pipelines fetches and never reads the responses, or that
+// opens many connections and sends large frames slowly, must not be able
+// to make the broker hold unbounded memory (issue 16: ten such connections
+// once took a broker from 100 MiB to 6.7 GiB in seconds, and it lost its
+// etcd session). Three limits bound what the request path holds:
+//
+//   - The server-wide Budget (Config.QueuedMaxBytes,
+//     queued.max.request.bytes, 128 MiB by default; Kafka's is unlimited,
+//     and in Kafka it covers only request frames, since Kafka sends fetched
+//     records from the page cache). It counts the bytes of every request
+//     frame from the moment they are read until the request's response is
+//     written (a produce frame's records may be kept by the handler that
+//     long), the record bytes that handlers reserve for responses
+//     (Request.ReserveResponse, which the broker's fetch calls before it
+//     reads each partition), and what handlers take through Server.Budget
+//     (the broker's produce validation takes its decompression buffers from
+//     it). A connection's reader waits for room before it grows a frame
+//     beyond 64 KiB; smaller frames are counted but never wait, so that the
+//     small requests other work depends on (a follower's fetch that an
+//     acks=all produce is waiting for, a heartbeat) are never stuck behind
+//     bulk data. A fetch whose reservation finds the budget short reads
+//     less: down to nothing when its connection already holds response
+//     bytes (the client fetches again once it reads those), but at least
+//     1 MiB (and always the first batch, KIP-74) for a request whose
+//     connection holds nothing else, so every connection keeps moving.
+//   - Config.MaxQueuedBytesPerConnection (queued.max.connection.bytes,
+//     16 MiB): a connection's reader stops reading while the connection's
+//     unanswered requests and their reserved responses hold this much or
+//     more, and resumes as its writer writes them. This is Kafka's muting
+//     (Kafka reads no further request from a connection until it has sent
+//     the response to the last one) in bytes: a client that reads its
+//     responses keeps its pipelining, one that does not is pushed back by
+//     TCP flow control after at most this much, plus one response.
+//   - The count bound, MaxInFlight, as before.
+//
+// Bytes are released when the response that held them has been written to
+// the socket (not when it is encoded: until then the encoded response is
+// in memory), or when the connection closes. The writer drops each decoded
+// response once encoded, and sizes its buffer from the reservation, so a
+// fetch response's records are in memory once, not two or three times.
+//
+// The budget never deadlocks: only readers wait on it, and only while
+// growing a frame. Everything they wait for is released by writers, which
+// never wait on the budget, or by a handler's own progress; handlers take
+// what is free or are charged beyond the limit (a first batch larger than
+// the grant), never wait. Two cases would otherwise wait for ever, and are
+// let through: a single item larger than the whole budget passes when
+// nothing else is in use; and when every byte in use belongs to the
+// partial frames of readers that are all waiting for more, one of them
+// (the overdraft reader) finishes its frame over the budget while the
+// others go on waiting. So the request path holds at most QueuedMaxBytes,
+// plus one frame, plus what does not wait (frames under 64 KiB, at most
+// MaxQueuedBytesPerConnection per connection; 1 MiB and one batch per
+// fetching connection; one decompression over the budget at a time, in
+// internal/records). What the budget cannot prevent: a client that sends
+// most of a large frame and then stalls holds those bytes until
+// IdleTimeout closes it, and large frames of other clients wait for them
+// meanwhile (small ones do not). Go's garbage collector lets the heap grow
+// to about twice what is live (GOGC=100) before it collects; the hostile
+// test (test/badinput_memory_test.go) measures a peak heap of about 2.5
+// times the budget under attack.
 //
 // # Errors
 //
@@ -135,8 +203,10 @@
 // for those requests, and by (MaxInFlight+2) x MaxRequestBytes x ~8 for
 // Produce (a partition entry decodes to a few tens of bytes for at least
 // ten on the wire; the records are not decoded); a broker that wants a
-// tighter bound lowers those limits or MaxInFlight. There is no
-// server-wide budget yet (Kafka's queued.max.request.bytes).
+// tighter bound lowers those limits or MaxInFlight. The frames themselves
+// count against the memory budget (above), so a connection's unanswered
+// requests also decode to at most about 45 x MaxQueuedBytesPerConnection
+// (plus one frame); their decoded form is not counted in the budget.
 //
 // # Goroutines and shutdown
 //

@@ -26,6 +26,13 @@ const (
 	DefaultIdleTimeout  = 10 * time.Minute
 	DefaultWriteTimeout = 30 * time.Second
 	DefaultMaxInFlight  = 100
+	// DefaultQueuedMaxBytes is the default server-wide memory budget of the
+	// request path (queued.max.request.bytes; Kafka: unlimited). See the
+	// package documentation.
+	DefaultQueuedMaxBytes = 128 << 20
+	// DefaultMaxQueuedBytesPerConnection is the default of
+	// MaxQueuedBytesPerConnection.
+	DefaultMaxQueuedBytesPerConnection = 16 << 20
 )
 
 // Config configures a Server. The zero value of every field selects its
@@ -60,6 +67,28 @@ type Config struct {
 	// MaxConnections is max.connections, 0 = unlimited: beyond it, new
 	// connections are closed at once.
 	MaxConnections int
+	// MaxConnectionsPerIP is max.connections.per.ip, 0 = unlimited,
+	// negative = none: a new connection from an address that already has
+	// this many is closed at once. MaxConnectionsPerIPOverrides
+	// (max.connections.per.ip.overrides) sets other limits for some
+	// addresses (0 or negative = none), keyed by IP address as net.IP's
+	// String writes it.
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides map[string]int
+	// QueuedMaxBytes is the server-wide memory budget of the request path
+	// (queued.max.request.bytes; default DefaultQueuedMaxBytes, negative =
+	// unlimited): request frames being read or awaiting their response,
+	// response bytes that handlers reserve (Request.ReserveResponse), and
+	// what handlers take from Server.Budget. See the package
+	// documentation.
+	QueuedMaxBytes int64
+	// MaxQueuedBytesPerConnection pauses the reading of a connection's
+	// requests while its unanswered requests and their responses hold this
+	// many bytes of the budget or more (default
+	// DefaultMaxQueuedBytesPerConnection, negative = no limit): a client
+	// that does not read its responses stops being read from, as Kafka
+	// mutes a connection until its response is sent.
+	MaxQueuedBytesPerConnection int64
 	// MaxInFlight bounds the queue, between a connection's reader and
 	// writer, of requests handled but not yet answered (default 100; with
 	// the one being written and the one just handled, at most
@@ -91,6 +120,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
+	if c.QueuedMaxBytes == 0 {
+		c.QueuedMaxBytes = DefaultQueuedMaxBytes
+	}
+	if c.MaxQueuedBytesPerConnection == 0 {
+		c.MaxQueuedBytesPerConnection = DefaultMaxQueuedBytesPerConnection
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -107,6 +142,8 @@ type Server struct {
 	cfg     Config
 	handler Handler
 	log     *slog.Logger
+	// budget is the memory budget of the request path (QueuedMaxBytes).
+	budget *Budget
 
 	// ctx is the parent of every connection's context; cancel is called by
 	// Close.
@@ -124,6 +161,8 @@ type Server struct {
 	closed    bool
 	listeners map[net.Listener]struct{}
 	conns     map[*conn]struct{}
+	// perIP counts the open connections of each remote IP address.
+	perIP map[string]int
 }
 
 // NewServer returns a server that passes requests to h.
@@ -136,9 +175,21 @@ func NewServer(cfg Config, h Handler) *Server {
 		log:       cfg.Logger,
 		ctx:       ctx,
 		cancel:    cancel,
+		budget:    NewBudget(cfg.QueuedMaxBytes),
 		listeners: make(map[net.Listener]struct{}),
 		conns:     make(map[*conn]struct{}),
+		perIP:     make(map[string]int),
 	}
+}
+
+// Budget returns the server's memory budget (Config.QueuedMaxBytes), for
+// handlers to take their working memory from (decompression buffers).
+// A nil *Server has a nil budget, which never refuses.
+func (s *Server) Budget() *Budget {
+	if s == nil {
+		return nil
+	}
+	return s.budget
 }
 
 // Serve accepts connections on ln until ln is closed. It returns nil once
@@ -218,7 +269,16 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	ip := remoteIP(nc)
+	if limit, ok := s.ipLimit(ip); ok && s.perIP[ip] >= limit {
+		s.mu.Unlock()
+		s.log.Debug("protocol: too many connections from one address; closing new one", "remote", nc.RemoteAddr(), "limit", limit)
+		nc.Close()
+		return
+	}
 	c := newConn(s, nc)
+	c.ip = ip
+	s.perIP[ip]++
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
 	s.mu.Unlock()
@@ -230,7 +290,36 @@ func (s *Server) startConn(nc net.Conn) {
 func (s *Server) removeConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
 	s.mu.Unlock()
+}
+
+// ipLimit returns the connection limit of an address, and false if it has
+// none.
+func (s *Server) ipLimit(ip string) (int, bool) {
+	if n, ok := s.cfg.MaxConnectionsPerIPOverrides[ip]; ok {
+		return max(n, 0), true
+	}
+	n := s.cfg.MaxConnectionsPerIP
+	return max(n, 0), n != 0
+}
+
+// remoteIP returns the IP address of nc's peer in net.IP.String form, or
+// the whole address for a peer that is not TCP/IP.
+func remoteIP(nc net.Conn) string {
+	addr := nc.RemoteAddr()
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	if addr == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+		return host
+	}
+	return addr.String()
 }
 
 // NumConnections returns the number of open connections.

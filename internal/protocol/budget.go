@@ -1,0 +1,195 @@
+package protocol
+
+import (
+	"context"
+	"sync"
+)
+
+// Budget is the server-wide memory budget of the request path
+// (queued.max.request.bytes): the bytes of request frames being read or
+// waiting for their response, the record bytes that handlers reserve for
+// responses (ReserveResponse), and whatever else a handler lets take from
+// it, such as decompression buffers during produce validation.
+//
+// Only a connection's reader ever waits on it, and only while growing a
+// frame it is reading; everything else takes what is free (TryAcquire,
+// Grant) or charges unconditionally (Charge), so nothing waits while
+// holding bytes that a waiter needs, except readers with partial frames.
+// Readers wait for bytes to be released, which the write goroutines do as
+// responses are written; should every byte in use belong to the partial
+// frames of readers that are themselves waiting, one of them finishes its
+// frame over the budget (see acquire) rather than all waiting for ever.
+//
+// A Budget with a limit of 0 or less counts but never refuses; a nil
+// *Budget neither counts nor refuses.
+type Budget struct {
+	limit int64
+
+	mu sync.Mutex
+	// used is the bytes taken and not yet released.
+	used int64
+	// waiting is the bytes of partial frames held by readers waiting in
+	// Acquire.
+	waiting int64
+	// changed is closed, and replaced, when used goes down, a reader
+	// starts waiting or the overdraft ends.
+	changed chan struct{}
+	// overdraft is the reader that may exceed the budget until its frame
+	// is read (see acquire); nil if none.
+	overdraft *conn
+}
+
+// NewBudget returns a budget of limit bytes; limit <= 0 is unlimited.
+func NewBudget(limit int64) *Budget {
+	return &Budget{limit: limit, changed: make(chan struct{})}
+}
+
+// Limit returns the budget's limit (<= 0: unlimited).
+func (b *Budget) Limit() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.limit
+}
+
+// Used returns the bytes taken and not yet released.
+func (b *Budget) Used() int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// fitsLocked reports whether n more bytes fit, or would fit were the
+// budget otherwise empty (a single item larger than the whole budget
+// passes when nothing else is in use).
+func (b *Budget) fitsLocked(n int64) bool {
+	return b.limit <= 0 || b.used+n <= b.limit || b.used == 0
+}
+
+func (b *Budget) broadcastLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// TryAcquire takes n bytes if they fit, and reports whether it did.
+func (b *Budget) TryAcquire(n int64) bool {
+	if b == nil {
+		return true
+	}
+	if n <= 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.fitsLocked(n) {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+// Grant takes up to n bytes, as many as are free, and returns how many.
+func (b *Budget) Grant(n int64) int64 {
+	if b == nil {
+		return n
+	}
+	if n <= 0 {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.fitsLocked(n) {
+		n = max(b.limit-b.used, 0)
+	}
+	b.used += n
+	return n
+}
+
+// Charge takes n bytes whether or not they fit: for memory that is already
+// allocated, or that must be for progress (the first batch of a fetch).
+func (b *Budget) Charge(n int64) {
+	if b == nil {
+		return
+	}
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used += n
+	b.mu.Unlock()
+}
+
+// Release returns n bytes.
+func (b *Budget) Release(n int64) {
+	if b == nil {
+		return
+	}
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.broadcastLocked()
+	b.mu.Unlock()
+}
+
+// acquire takes n bytes for the frame that reader is reading, waiting
+// until they fit or ctx is done. held is the bytes of that frame already
+// taken: while the reader waits they count as stuck. When every byte in use
+// is stuck so, nothing would ever be released: one waiting reader then
+// becomes the overdraft reader, which takes the rest of its frame without
+// waiting until it calls frameDone, and the others go on waiting. So the
+// budget is exceeded by at most one frame, and only when nothing else can
+// move.
+func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error {
+	if b == nil || n <= 0 {
+		return nil
+	}
+	b.mu.Lock()
+	if b.fitsLocked(n) || b.overdraft == reader {
+		b.used += n
+		b.mu.Unlock()
+		return nil
+	}
+	b.waiting += held
+	b.broadcastLocked() // others may now be the only ones able to move
+	defer func() {
+		b.waiting -= held
+		b.mu.Unlock()
+	}()
+	for {
+		if b.overdraft == nil && b.used <= b.waiting {
+			b.overdraft = reader
+		}
+		if b.fitsLocked(n) || b.overdraft == reader {
+			b.used += n
+			return nil
+		}
+		changed := b.changed
+		b.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			b.mu.Lock()
+			return ctx.Err()
+		}
+		b.mu.Lock()
+	}
+}
+
+// frameDone ends reader's overdraft, if it has it, once its frame is read
+// (or reading it failed).
+func (b *Budget) frameDone(reader *conn) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	if b.overdraft == reader {
+		b.overdraft = nil
+		b.broadcastLocked()
+	}
+	b.mu.Unlock()
+}
