@@ -76,6 +76,43 @@ func decompress(codec int, src, dst []byte, limit int) ([]byte, error) {
 	return dst[:0], fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, codec)
 }
 
+// overBudget serializes the decompressions that find no room in their
+// memory budget: they run one at a time, outside it, rather than fail (a
+// producer would take MESSAGE_TOO_LARGE for a batch that is not) or wait
+// for room that the waiting requests themselves may hold.
+var overBudget sync.Mutex
+
+// decompressWithin decompresses src into buf (see decompress), taking the
+// output's bytes from m first. It tries a cap of four times the compressed
+// size (at least minBuffer, at most limit), which covers most batches, and
+// retries with four times the cap while the output is larger, up to limit:
+// a retry costs a second decompression, rare and bounded, where taking
+// limit bytes for every batch would let a few batches fill the budget. When
+// m has no room for a try, the rest runs under overBudget with the full
+// limit. The returned func gives the bytes back; call it once the output is
+// no longer used.
+func decompressWithin(m MemoryBudget, codec int, src []byte, buf *buffer, limit int) (out []byte, release func(), err error) {
+	if m == nil {
+		buf.b, err = decompress(codec, src, buf.b, limit)
+		return buf.b, func() {}, err
+	}
+	try := min(limit, max(4*len(src), minBuffer))
+	for {
+		if !m.TryAcquire(int64(try)) {
+			overBudget.Lock()
+			buf.b, err = decompress(codec, src, buf.b, limit)
+			return buf.b, overBudget.Unlock, err
+		}
+		buf.b, err = decompress(codec, src, buf.b, try)
+		if err == nil || try >= limit || !errors.Is(err, ErrDecompressedTooLarge) {
+			n := int64(try)
+			return buf.b, func() { m.Release(n) }, err
+		}
+		m.Release(int64(try))
+		try = min(4*try, limit)
+	}
+}
+
 func tooLarge(limit int) error {
 	return fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, limit)
 }

@@ -111,6 +111,19 @@
 // it reallocates before it notices, and its limits apply per frame, so
 // concatenated frames overshoot them.
 //
+// Limits.Memory, when set, is a memory budget shared with the rest of the
+// request path (the protocol server's, queued.max.request.bytes): Validate
+// takes the output buffer's bytes from it before decompressing and gives
+// them back when it returns. It tries a cap of four times the compressed
+// size first (at least 64 KiB), which covers most batches, and retries with
+// four times more while the output is larger, up to the cap above; a retry
+// costs a second decompression, where taking the full cap for every batch
+// would let a few batches fill the budget. A decompression that finds no
+// room neither fails (a producer would take MESSAGE_TOO_LARGE for a batch
+// that is not) nor waits (the waiting requests may hold the budget
+// themselves): it runs outside the budget, one at a time process-wide, so
+// decompression adds at most one batch's worth over the budget.
+//
 // ForEachRecord iterates the records of a stored batch with the same
 // decoder and limits, for uses such as ListOffsets by timestamp.
 package records

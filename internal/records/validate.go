@@ -69,6 +69,20 @@ type Limits struct {
 	// Now is the broker's clock in milliseconds since the epoch; 0 reads
 	// time.Now.
 	Now int64
+	// Memory, if set, is the budget decompression takes its output
+	// buffer from (the broker passes the protocol server's request-path
+	// budget, queued.max.request.bytes). See "Decompression" in the
+	// package documentation.
+	Memory MemoryBudget
+}
+
+// MemoryBudget is a memory budget shared with other users (the protocol
+// server's request path), which decompression takes its buffers from.
+type MemoryBudget interface {
+	// TryAcquire takes n bytes if they fit, and reports whether it did.
+	TryAcquire(n int64) bool
+	// Release returns n bytes.
+	Release(n int64)
 }
 
 // DefaultLimits returns Kafka's defaults for a CreateTime, non-compacted
@@ -187,8 +201,8 @@ func Validate(b []byte, lim Limits) (Result, error) {
 	if codec != codecNone {
 		buf := getBuffer()
 		defer putBuffer(buf)
-		out, err := decompress(codec, data, buf.b, decompressLimit(lim.MaxDecompressedBytes))
-		buf.b = out
+		out, release, err := decompressWithin(lim.Memory, codec, data, buf, decompressLimit(lim.MaxDecompressedBytes))
+		defer release()
 		if err != nil {
 			return res, err
 		}
