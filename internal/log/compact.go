@@ -64,6 +64,11 @@ type CompactStats struct {
 	// the records are malformed. (Compressed batches with no Decompress
 	// option are not counted.)
 	UndecodableBatches int
+	// Interrupted: a truncation cut into the segments being compacted
+	// during the run, which stopped there (segments swapped in before it
+	// stay compacted; the rest stay as they were). Compact again, with an
+	// upper bound taken after the truncation.
+	Interrupted bool
 }
 
 // errNoDecompressor marks a compressed batch when CompactOptions has no
@@ -90,8 +95,10 @@ func (opts *CompactOptions) readRecords(h *BatchHeader, batch []byte) ([]rawReco
 	return recs, nil
 }
 
-// compactHook, when set (tests), is called at each step of a segment swap;
-// an error stops Compact there, as a crash would.
+// compactHook, when set (tests), is called once the offset map is built
+// ("mapped") and at each step of a segment swap; an error stops Compact
+// there, as a crash would. Tests also block in it to act on the log while
+// a compaction is under way.
 var compactHook func(step string) error
 
 func compactStep(step string) error {
@@ -101,17 +108,93 @@ func compactStep(step string) error {
 	return nil
 }
 
+// Errors that stop reading a segment for Compact (see compactRun).
+var (
+	errSegmentGone     = errors.New("log: segment deleted during compaction")
+	errCompactionStale = errors.New("log: truncated during compaction")
+)
+
+// compactRun is the state of a running Compact that other operations
+// update: Log.compacting points to it while the run lasts.
+type compactRun struct {
+	l *Log
+	// end is where the segments being compacted end.
+	end int64
+	// cutBelow is the lowest offset a truncation cut the log to since the
+	// run began (math.MaxInt64 if none). Below end, the run must stop: the
+	// segments it read may have shrunk, and a record it saw supersede
+	// another may be gone. Written with segMu (for writing) and mu held;
+	// read with either.
+	cutBelow int64
+}
+
+// checkLocked reports whether the run may still read or replace seg: not
+// once Close began (ErrClosed), nor after a truncation into the compacted
+// range (errCompactionStale), nor once seg was deleted (errSegmentGone:
+// retention or DeleteRecords deleted it, from the front of the log). segMu
+// (for reading) or flushMu and mu must be held.
+func (r *compactRun) checkLocked(seg *segment) error {
+	switch {
+	case r.l.compactStop.Load():
+		return ErrClosed
+	case r.cutBelow < r.end:
+		return errCompactionStale
+	case seg.closed:
+		return errSegmentGone
+	}
+	return nil
+}
+
+// segmentReader reads the closed segment seg, up to end, for Compact, which
+// holds no lock across its reads: each read holds segMu for reading and
+// first checks that the run may still read the segment.
+type segmentReader struct {
+	run *compactRun
+	seg *segment
+	end int64
+}
+
+func (r *compactRun) reader(v segmentView) segmentReader {
+	return segmentReader{run: r, seg: v.seg, end: v.end}
+}
+
+func (r segmentReader) ReadAt(p []byte, off int64) (int, error) {
+	r.run.l.segMu.RLock()
+	defer r.run.l.segMu.RUnlock()
+	if err := r.run.checkLocked(r.seg); err != nil {
+		return 0, err
+	}
+	return r.seg.logFile.ReadAt(p, off)
+}
+
+// noteCutLocked tells a running compaction that the log was truncated to
+// offset (math.MinInt64: emptied). segMu (for writing) and mu must be held.
+func (l *Log) noteCutLocked(offset int64) {
+	if l.compacting != nil {
+		l.compacting.cutBelow = min(l.compacting.cutBelow, offset)
+	}
+}
+
 // Compact cleans the log as Kafka's log cleaner does for
 // cleanup.policy=compact, synchronously: for every key, only the record
 // with the latest offset survives in the cleaned segments. See the package
 // documentation ("Compaction") for the rules and the file swap.
 //
-// Compact holds flushMu throughout (retention, truncation and flush rounds
-// wait), and blocks reads and appends only while it swaps a segment in.
+// Compact runs without flushMu: flush rounds, truncation, retention,
+// leader epoch changes and Close go on meanwhile. It takes flushMu only to
+// swap a rewritten segment in, and blocks reads and appends only while it
+// puts the new segment in the list. A truncation that cuts into the
+// segments being compacted, or Close, wins: the segments not yet swapped
+// in are left as they are (Interrupted, or ErrClosed). Segments that
+// retention deletes meanwhile are skipped. One Compact at a time runs on a
+// log; a second waits.
 func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	var stats CompactStats
-	l.flushMu.Lock()
-	defer l.flushMu.Unlock()
+	l.compactMu.Lock()
+	defer l.compactMu.Unlock()
+	if l.compactStop.Load() {
+		return stats, ErrClosed
+	}
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
@@ -127,20 +210,51 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	nowMs := l.nowMs()
 	limits := l.cfg.indexLimits()
 	segmentBytes := l.cfg.SegmentBytes
+	job := &compactRun{l: l, cutBelow: math.MaxInt64}
+	if len(segs) > 0 {
+		job.end = segs[len(segs)-1].seg.nextOffset
+		l.compacting = job
+	}
 	l.mu.Unlock()
 	if len(segs) == 0 {
 		return stats, nil
 	}
-	// Closed segments change only under flushMu, which we hold: they can be
-	// read without other locks.
+	defer func() {
+		l.mu.Lock()
+		l.compacting = nil
+		l.mu.Unlock()
+	}()
+	// Only compactMu is held while the segments are read: each read takes
+	// segMu and checks that the segment is still there, whole
+	// (segmentReader.ReadAt).
+	// A segment found deleted (by retention, from the front of the log) is
+	// skipped; a truncation into the range or Close ends the run.
+	gone := make([]bool, len(segs))
+	// end is what the run returns after err, which stopped it: nil for a
+	// truncation into the range (Interrupted), ErrClosed, err itself, or
+	// for errors reading a segment a failed log (the segment is damaged).
+	end := func(err error, reading bool) error {
+		switch {
+		case errors.Is(err, ErrClosed):
+			return err
+		case errors.Is(err, errCompactionStale):
+			stats.Interrupted = true
+			l.logger().Info("log: compaction interrupted by a truncation", "dir", l.dir,
+				"segments cleaned", stats.SegmentsCleaned)
+			return nil
+		case reading:
+			return l.fail(err)
+		}
+		return err
+	}
 
 	// The offset map: key -> offset of its latest record in the cleanable
 	// range. unread holds the data batches whose records could not be
 	// read, by base offset, with the reason.
 	latest := map[string]int64{}
 	unread := map[int64]error{}
-	for _, v := range segs {
-		err := scanSegment(v, func(h *BatchHeader, batch []byte) {
+	for i, v := range segs {
+		err := scanSegment(job.reader(v), func(h *BatchHeader, batch []byte) {
 			if h.IsControl() {
 				return
 			}
@@ -155,9 +269,16 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 				}
 			}
 		})
-		if err != nil {
-			return stats, l.fail(err)
+		if errors.Is(err, errSegmentGone) {
+			gone[i] = true
+			continue
 		}
+		if err != nil {
+			return stats, end(err, true)
+		}
+	}
+	if err := compactStep("mapped"); err != nil {
+		return stats, err
 	}
 
 	// A tombstone may go only if no older record of its key stays behind
@@ -167,7 +288,10 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	// by the time a tombstone is reached.
 	keysUnknown := false
 	staleKept := map[string]bool{}
-	for _, v := range segs {
+	for i, v := range segs {
+		if gone[i] {
+			continue
+		}
 		var out []byte
 		removed, tombstones, rewritten := 0, 0, 0
 		var run *fillerRun
@@ -181,7 +305,7 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 		// uncompressed), but not past this.
 		maxSize := max(v.end, segmentBytes)
 		var pos int64 // where the current batch ends in the old segment
-		err := scanSegment(v, func(h *BatchHeader, batch []byte) {
+		err := scanSegment(job.reader(v), func(h *BatchHeader, batch []byte) {
 			pos += int64(h.Size())
 			if h.IsControl() {
 				flush()
@@ -273,14 +397,23 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 			}
 		})
 		flush()
+		if errors.Is(err, errSegmentGone) {
+			continue
+		}
 		if err != nil {
-			return stats, l.fail(err)
+			return stats, end(err, true)
 		}
 		if removed == 0 {
 			continue
 		}
-		if err := l.swapSegment(v.seg, out, limits); err != nil {
+		ns, err := l.writeCleaned(v.seg, out, limits)
+		if err != nil {
 			return stats, err
+		}
+		if err := l.swapSegment(job, v.seg, ns); errors.Is(err, errSegmentGone) {
+			continue
+		} else if err != nil {
+			return stats, end(err, false)
 		}
 		stats.SegmentsCleaned++
 		stats.BytesBefore += v.end
@@ -301,9 +434,9 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	return stats, nil
 }
 
-// scanSegment calls fn for every batch of the view, verifying CRCs.
-func scanSegment(v segmentView, fn func(h *BatchHeader, batch []byte)) error {
-	sc := newBatchScanner(v.seg.logFile, 0, v.end, true, nil)
+// scanSegment calls fn for every batch of r's segment, verifying CRCs.
+func scanSegment(r segmentReader, fn func(h *BatchHeader, batch []byte)) error {
+	sc := newBatchScanner(r, 0, r.end, true, nil)
 	for sc.next() {
 		fn(&sc.h, sc.batch)
 	}
@@ -313,21 +446,15 @@ func scanSegment(v segmentView, fn func(h *BatchHeader, batch []byte)) error {
 	return sc.corrupt
 }
 
-// swapSegment replaces old's files by a segment holding batches, crash
-// safely: write %020d.{log,index,timeindex}.cleaned and fsync them; rename
-// the .log.cleaned to .log.swap and fsync the directory (the commit point);
-// rename the .cleaned indexes and the .log.swap over the segment's files and
-// fsync the directory. flushMu must be held.
-func (l *Log) swapSegment(old *segment, batches []byte, limits indexLimits) error {
+// writeCleaned writes the segment that is to replace old, holding
+// batches, as %020d.{log,index,timeindex}.cleaned files, and fsyncs them. It
+// needs no lock: only Compact, one at a time, writes .cleaned files.
+func (l *Log) writeCleaned(old *segment, batches []byte, limits indexLimits) (*segment, error) {
 	base := old.baseOffset
 	name := func(ext string) string { return segmentFileName(l.dir, base, ext) }
 	ns := newSegment(base, old.firstAppend)
-	abort := func(err error) error {
-		ns.closeFiles()
-		for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			removeIfExists(l.fs, name(ext+cleanedSuffix))
-		}
-		return fmt.Errorf("log: compact segment %d: %w", base, err)
+	abort := func(err error) (*segment, error) {
+		return nil, l.discardCleaned(ns, err)
 	}
 	flag := os.O_CREATE | os.O_RDWR | os.O_APPEND | os.O_TRUNC
 	var err error
@@ -366,8 +493,44 @@ func (l *Log) swapSegment(old *segment, batches []byte, limits indexLimits) erro
 	if err := compactStep("synced"); err != nil {
 		return abort(err)
 	}
+	return ns, nil
+}
+
+// discardCleaned closes the files of ns, a rewritten segment not swapped
+// in, and removes them; it returns err, naming the segment. (Should the
+// removal fail or not be durable, Open removes .cleaned files.)
+func (l *Log) discardCleaned(ns *segment, err error) error {
+	ns.closeFiles()
+	for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		removeIfExists(l.fs, segmentFileName(l.dir, ns.baseOffset, ext+cleanedSuffix))
+	}
+	return fmt.Errorf("log: compact segment %d: %w", ns.baseOffset, err)
+}
+
+// swapSegment replaces old by ns, written by writeCleaned, crash safely:
+// rename the .log.cleaned to .log.swap and fsync the directory (the commit
+// point); rename the .cleaned indexes and the .log.swap over the segment's
+// files and fsync the directory; then put ns in old's place. It holds
+// flushMu, and first checks, under it, that the run may still swap: not
+// if the log is closing or failed, nor if a truncation cut into the
+// compacted range (errCompactionStale), nor if old was deleted
+// (errSegmentGone); ns is then discarded.
+func (l *Log) swapSegment(run *compactRun, old, ns *segment) error {
+	base := old.baseOffset
+	name := func(ext string) string { return segmentFileName(l.dir, base, ext) }
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	err := l.usableLocked()
+	if err == nil {
+		err = run.checkLocked(old)
+	}
+	l.mu.Unlock()
+	if err != nil {
+		return l.discardCleaned(ns, err)
+	}
 	if err := l.fs.Rename(name(logSuffix+cleanedSuffix), name(logSuffix+swapSuffix)); err != nil {
-		return abort(err)
+		return l.discardCleaned(ns, err)
 	}
 	if err := compactStep("renamed-swap"); err != nil {
 		return err // the rename may or may not be durable: as a crash

@@ -168,10 +168,18 @@
 // whose records could not be read, and for a key with a stale record in a
 // compressed batch kept whole.
 //
-// The swap of one segment, under flushMu: write the new segment as
+// Compact holds only compactMu while it reads segments (each read holds
+// segMu for reading and checks that the segment is still there) and writes
+// the new ones; flushes, truncation, retention and epoch changes go on meanwhile.
+// A truncation into the compacted range stops the run
+// (CompactStats.Interrupted), a segment deleted by retention is skipped,
+// and Close or Delete stop it (ErrClosed) and wait for it.
+//
+// The swap of one segment: write the new segment as
 // %020d.log.cleaned with its indexes as .index.cleaned and .timeindex.cleaned,
-// fsync them; rename the .log.cleaned to .log.swap and fsync the directory
-// (the commit point); rename the .cleaned indexes and then the .log.swap
+// fsync them; then under flushMu, once sure that no truncation, deletion
+// or Close came in between, rename the .log.cleaned to .log.swap and fsync
+// the directory (the commit point); rename the .cleaned indexes and then the .log.swap
 // over the segment's files, fsync the directory; finally, holding segMu and
 // mu, put the new segment in place of the old one and close the old files.
 // Open finishes an interrupted swap before anything else: a .log.swap
@@ -183,8 +191,9 @@
 //
 // # Concurrency
 //
-// See Log for the three locks (flushMu, then segMu, then mu) and what each
+// See Log for the four locks (compactMu, flushMu, segMu, mu) and what each
 // guards. In short: appends hold only mu and never wait for an fsync;
 // reads hold segMu for reading and mu only to find where to start; flush
-// rounds, truncation, retention, compaction and Close serialize on flushMu.
+// rounds, truncation, retention, compacted-segment swaps and Close
+// serialize on flushMu.
 package log

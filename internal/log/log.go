@@ -7,18 +7,22 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Log is the on-disk log of one partition. It is safe for concurrent use.
 //
-// Goroutines and locks. Any goroutine may call any method. Three locks,
+// Goroutines and locks. Any goroutine may call any method. Four locks,
 // always taken in this order:
 //
+//  0. compactMu makes Compact calls run one at a time; Close and Delete
+//     take it to wait for a running Compact, after telling it to stop.
 //  1. flushMu serializes durability work: flush rounds (the fsyncs of
 //     Flush), checkpoint and snapshot writes, and the operations that
-//     remove or shrink files (Truncate*, retention, Close, Delete). It may
-//     be held across fsyncs. Appends and reads never take it.
+//     remove, shrink or replace files (Truncate*, retention, Close, Delete,
+//     and the swap of a compacted segment, but not the rest of Compact).
+//     It may be held across fsyncs. Appends and reads never take it.
 //  2. segMu guards segment files against being shrunk, closed or removed
 //     under a reader: Read, BatchAtTimestamp and MaxTimestamp hold it for
 //     reading while they read files without mu; the operations of (1) that
@@ -30,6 +34,12 @@ import (
 type Log struct {
 	dir string
 	fs  FS // from the Config given to Open; fixed for the log's life
+
+	// compactMu: one Compact at a time (it is taken before flushMu).
+	// compactStop, set by Close and Delete, tells a running Compact to
+	// stop; they then take compactMu to wait for it.
+	compactMu   sync.Mutex
+	compactStop atomic.Bool
 
 	flushMu sync.Mutex
 	// Guarded by flushMu:
@@ -63,6 +73,9 @@ type Log struct {
 	checkpointDue    bool
 	dirDirty         bool
 	closed           bool
+	// compacting is the running Compact, nil if none; truncations tell it
+	// what they cut (compactRun.cutBelow).
+	compacting *compactRun
 	// failure is the first I/O error after which the files are in an
 	// unknown state; it makes every later call fail (see ErrFailed).
 	failure error
@@ -252,6 +265,9 @@ func (l *Log) Producer(id int64) (ProducerState, bool) {
 // and the log start offset) and closes its files. After an I/O failure it
 // only closes the files, leaving recovery to the next Open.
 func (l *Log) Close() error {
+	l.compactStop.Store(true)
+	l.compactMu.Lock()
+	defer l.compactMu.Unlock()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
@@ -287,6 +303,9 @@ func (l *Log) Close() error {
 // Delete closes the log without writing checkpoints and removes its
 // directory.
 func (l *Log) Delete() error {
+	l.compactStop.Store(true)
+	l.compactMu.Lock()
+	defer l.compactMu.Unlock()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.segMu.Lock()

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -277,6 +278,7 @@ func (l *Log) removeSegment(s *segment) error {
 // clears the state derived from batches. mu (or exclusive use) and segMu
 // for writing must be held.
 func (l *Log) resetLocked(offset int64) error {
+	l.noteCutLocked(math.MinInt64)
 	for _, s := range l.segments {
 		if err := l.removeSegment(s); err != nil {
 			return err

@@ -17,7 +17,7 @@ const scanChunk = 256 << 10
 // verifyCRC, a correct CRC-32C. It stops at the first batch that is not, and
 // reports why in corrupt; I/O errors go to err instead.
 type batchScanner struct {
-	f         File
+	f         io.ReaderAt
 	pos       int64 // file position of the next batch
 	end       int64 // end of the region
 	verifyCRC bool
@@ -38,7 +38,7 @@ type batchScanner struct {
 
 // newBatchScanner scans [pos, end) of f. buf, if not nil, is a buffer to
 // use; its capacity sets the chunk size.
-func newBatchScanner(f File, pos, end int64, verifyCRC bool, buf []byte) *batchScanner {
+func newBatchScanner(f io.ReaderAt, pos, end int64, verifyCRC bool, buf []byte) *batchScanner {
 	chunk := int64(scanChunk)
 	if cap(buf) > 0 {
 		chunk = int64(cap(buf))

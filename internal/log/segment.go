@@ -80,6 +80,10 @@ type segment struct {
 
 	// Written since the last flush round synced them.
 	logDirty, indexDirty bool
+	// closed: the files were closed (the segment was deleted or replaced,
+	// or the log closed). Set by closeFiles, with segMu held for writing
+	// and flushMu held (or during Open).
+	closed bool
 }
 
 func newSegment(base int64, now time.Time) *segment {
@@ -120,6 +124,7 @@ func openSegmentFiles(fsys FS, dir string, base int64, now time.Time, extraFlag 
 
 // closeFiles closes the segment's files.
 func (s *segment) closeFiles() error {
+	s.closed = true
 	var errs []error
 	for _, f := range []File{s.logFile, s.indexFile, s.timeIdxFile} {
 		if f != nil {

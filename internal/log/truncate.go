@@ -103,6 +103,7 @@ func (l *Log) truncateLocked(offset int64) ([]*segment, error) {
 	if err != nil {
 		return nil, l.failLocked(err)
 	}
+	l.noteCutLocked(newLEO)
 	removed := append([]*segment(nil), l.segments[i+1:]...)
 	l.segments = l.segments[:i+1]
 	if len(removed) > 0 {
