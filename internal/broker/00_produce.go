@@ -29,6 +29,7 @@ import (
 	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/protocol"
 	"github.com/samsa-io/samsa/internal/records"
+	"github.com/samsa-io/samsa/internal/replica"
 )
 
 // compressionZstd is the codec number of zstd in batch attributes.
@@ -36,9 +37,10 @@ const compressionZstd = 4
 
 // appended is one partition's append awaiting its acknowledgement.
 type appended struct {
-	part *localPartition
-	resp *kmsg.ProduceResponseTopicPartition
-	end  int64 // offset after the appended batches
+	part  *localPartition
+	resp  *kmsg.ProduceResponseTopicPartition
+	epoch int32 // the leader epoch it was appended in
+	end   int64 // offset after the appended batches
 }
 
 func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) protocol.Response {
@@ -85,7 +87,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 					}
 				} else {
 					rp.BaseOffset, rp.LogStartOffset = info.FirstOffset, info.LogStartOffset
-					pending = append(pending, appended{lp, rp, info.LastOffset + 1})
+					pending = append(pending, appended{lp, rp, info.LeaderEpoch, info.LastOffset + 1})
 				}
 			}
 			if code != 0 {
@@ -117,9 +119,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 		for _, a := range pending {
 			var err error
 			if r.Acks == -1 {
-				err = a.part.WaitCommitted(wctx, a.end)
+				err = a.part.WaitCommitted(wctx, a.epoch, a.end)
 			} else {
-				err = a.part.WaitLocal(a.end)
+				err = a.part.WaitLocal(a.epoch, a.end)
 			}
 			if err != nil {
 				a.resp.ErrorCode = errorCode(err)
@@ -134,7 +136,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 }
 
 // appendProduced validates and appends one partition's records.
-func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16) (klog.AppendInfo, error) {
+func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16) (replica.Appended, error) {
 	st := lp.settings.Load()
 	res, err := records.Validate(recs, records.Limits{
 		MaxMessageBytes:        st.maxMessageBytes,
@@ -145,11 +147,11 @@ func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16) 
 		Compacted:              st.compact,
 	})
 	if err != nil {
-		return klog.AppendInfo{}, err
+		return replica.Appended{}, err
 	}
 	if res.Compression == compressionZstd && version < 7 {
 		// Kafka accepts zstd only from Produce v7 (KIP-110).
-		return klog.AppendInfo{}, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
+		return replica.Appended{}, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
 	}
 	info, err := lp.AppendAsLeader(recs)
 	if errors.Is(err, klog.ErrDuplicateSequence) {

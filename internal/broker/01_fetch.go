@@ -140,6 +140,14 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 				rp.LogStartOffset = l.StartOffset()
 				if p.LastFetchedEpoch >= 0 {
 					epoch, end := l.EndOffsetForEpoch(p.LastFetchedEpoch)
+					if epoch < 0 || end < 0 {
+						// No epoch in common to truncate at: as Kafka,
+						// OFFSET_OUT_OF_RANGE (never a DivergingEpoch of
+						// -1, -1, which reads as no divergence).
+						rp.ErrorCode = kerr.OffsetOutOfRange.Code
+						hasError = true
+						continue
+					}
 					if end < p.FetchOffset || epoch < p.LastFetchedEpoch {
 						rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = epoch, end
 						hasError = true // answer now: the fetcher must truncate

@@ -68,8 +68,32 @@ type Broker struct {
 	// and the next start must know.
 	recovering atomic.Bool
 
+	// logFailure is done once a log failed (logFailed).
+	logFailure sync.Once
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// logFailed stops the broker after an I/O error failed one of its logs, as
+// Kafka halts a broker whose only log directory failed: the log may lack
+// what it reported durable, so its replica must leave every ISR and never
+// be elected. The broker revokes its registration, so the controller moves
+// its leaderships and drops it from the ISRs at once; Run then shuts it
+// down with a non-zero exit. Meanwhile the replica reports no fetch
+// position (replica.FetchPosition fails) and, as leader, its high
+// watermark stays below its last successful flush.
+func (b *Broker) logFailed(lp *localPartition, err error) {
+	b.logFailure.Do(func() {
+		b.logger.Error("a log failed: revoking the registration and stopping the broker", "topic", lp.Topic, "partition", lp.Index, "err", err)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := b.session.Close(ctx); err != nil {
+				b.logger.Error("cannot revoke the registration after a log failure", "err", err)
+			}
+		}()
+	})
 }
 
 // Start brings a broker up: metadata store, registration, listeners,

@@ -261,7 +261,7 @@ func (m *partitionManager) applyState(s *coord.Snapshot, tp topicPartition, lp *
 	switch {
 	case st.Leader == self:
 		m.fetchers.unfollow(tp)
-		err = lp.BecomeLeader(st.LeaderEpoch, st.ISR, replica.LeaderConfig{
+		err = lp.BecomeLeader(st.LeaderEpoch, st.PartitionEpoch, st.ISR, replica.LeaderConfig{
 			Replicas:          replicas,
 			MinInsyncReplicas: settings.minInsyncReplicas,
 			ReplicaLagTimeMax: m.b.cfg.ReplicaLagTimeMax,
@@ -352,12 +352,13 @@ func (m *partitionManager) all() []*localPartition {
 	return out
 }
 
-// housekeepingTick is how often page-cache-mode partitions are checked for
-// a due flush; retention runs every log.retention.check.interval.ms.
+// housekeepingTick is how often partitions are checked for a due flush or a
+// failed log; retention runs every log.retention.check.interval.ms.
 const housekeepingTick = 100 * time.Millisecond
 
-// runHousekeeping flushes page-cache-mode logs when flush.messages or
-// flush.ms says so, and enforces retention.
+// runHousekeeping shrinks ISRs, checkpoints high watermarks, flushes logs
+// with an unflushed tail that is due, stops the broker on a failed log,
+// compacts and enforces retention.
 func (m *partitionManager) runHousekeeping(ctx context.Context) {
 	tick := time.NewTicker(housekeepingTick)
 	defer tick.Stop()
@@ -384,10 +385,18 @@ func (m *partitionManager) runHousekeeping(ctx context.Context) {
 						m.b.logger.Warn("high watermark checkpoint failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
 					}
 				}
-				if !lp.Log().SyncOnAppend() && lp.Log().NeedsFlush() {
+				// In page-cache mode when flush.messages or flush.ms say
+				// so; in fsync mode whenever a tail is unflushed (left by
+				// a produce whose connection closed before its flush, or
+				// appended just before the replica stopped leading), which
+				// would otherwise pin the high watermark below it.
+				if lp.Log().NeedsFlush() {
 					if err := lp.Flush(); err != nil && !errors.Is(err, klog.ErrClosed) {
 						m.b.logger.Error("flush failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
 					}
+				}
+				if err := lp.Log().Err(); err != nil {
+					m.b.logFailed(lp, err)
 				}
 				m.maybeCompact(lp, now)
 				if retention {

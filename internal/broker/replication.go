@@ -170,12 +170,15 @@ func (f *fetcher) run(ctx context.Context) {
 			for _, rp := range rt.Partitions {
 				tp := topicPartition{rt.Topic, rp.Partition}
 				lp := parts[tp]
-				if lp == nil || lp.Role() != replica.RoleFollower || lp.LeaderEpoch() != sent[tp] {
-					continue // changed role or epoch since the request went out
+				epoch, ok := sent[tp]
+				if lp == nil || !ok {
+					continue
 				}
-				if err := f.handle(lp, &rp); err != nil {
+				// The replica's follower operations check that it still
+				// follows in the epoch the request went out with.
+				if err := f.handle(lp, epoch, &rp); err != nil {
 					backoff = true
-					if !errors.Is(err, replica.ErrNotLeader) {
+					if !errors.Is(err, replica.ErrNotLeader) && !errors.Is(err, replica.ErrRoleChanged) && !errors.Is(err, replica.ErrClosed) {
 						log.Warn("replication of a partition failed", "topic", tp.topic, "partition", tp.partition, "err", err)
 					}
 				}
@@ -217,7 +220,14 @@ func (f *fetcher) request(parts map[topicPartition]*localPartition) (*kmsg.Fetch
 			i = len(req.Topics) - 1
 			byTopic[tp.topic] = i
 		}
-		offset, lastEpoch := lp.FetchPosition()
+		offset, lastEpoch, err := lp.FetchPosition()
+		if err != nil {
+			// Its log could not be flushed: report no position the
+			// leader would count as durable (the broker stops on a
+			// failed log; see watchLogFailures).
+			f.b.logger.Error("replica's log cannot be flushed; not fetching", "topic", tp.topic, "partition", tp.partition, "err", err)
+			continue
+		}
 		p := kmsg.NewFetchRequestTopicPartition()
 		p.Partition = tp.partition
 		p.FetchOffset = offset
@@ -231,32 +241,40 @@ func (f *fetcher) request(parts map[topicPartition]*localPartition) (*kmsg.Fetch
 	return req, sent
 }
 
-// handle applies one partition's fetch answer.
-func (f *fetcher) handle(lp *localPartition, rp *kmsg.FetchResponseTopicPartition) error {
+// handle applies one partition's fetch answer to a request sent while the
+// replica followed in epoch.
+func (f *fetcher) handle(lp *localPartition, epoch int32, rp *kmsg.FetchResponseTopicPartition) error {
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
-		offset, _ := lp.FetchPosition()
+		offset, _, err := lp.FetchPosition()
+		if err != nil {
+			return err
+		}
 		if offset < rp.LogStartOffset {
 			// Behind the leader's log start: start over from there.
-			return lp.TruncateFullyAndStartAt(rp.LogStartOffset)
+			return lp.TruncateFullyAndStartAt(epoch, rp.LogStartOffset)
 		}
-		// Ahead of the leader (only after an unclean election): keep what
-		// was committed, fetch the rest again.
-		_, err := lp.TruncateToDivergence(-1, -1)
+		// Ahead of the leader (after an unclean election), or no epoch
+		// in common with it.
+		leo, err := lp.TruncateAfterOutOfRange(epoch, max(rp.LogStartOffset, 0))
+		if err == nil {
+			f.b.logger.Warn("fetch offset out of the leader's range; truncated", "topic", lp.Topic, "partition", lp.Index,
+				"offset", offset, "leader_log_start", rp.LogStartOffset, "leo", leo)
+		}
 		return err
 	default:
 		return kerr.ErrorForCode(rp.ErrorCode)
 	}
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
-		leo, err := lp.TruncateToDivergence(rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		leo, err := lp.TruncateToDivergence(epoch, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 		if err == nil {
 			f.b.logger.Info("truncated at the divergence from the leader", "topic", lp.Topic, "partition", lp.Index,
 				"epoch", rp.DivergingEpoch.Epoch, "leader_end_offset", rp.DivergingEpoch.EndOffset, "leo", leo)
 		}
 		return err
 	}
-	return lp.AppendFromLeader(rp.RecordBatches, rp.HighWatermark)
+	return lp.AppendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark)
 }
 
 // isrUpdater stores the ISR changes leaders propose, one at a time, as
@@ -299,26 +317,61 @@ func (u *isrUpdater) run(ctx context.Context) {
 		u.queue = map[*localPartition]bool{}
 		u.mu.Unlock()
 		for lp := range batch {
-			if err := u.store(ctx, lp); err != nil {
-				lp.ISRProposalFailed()
-				if ctx.Err() == nil && !errors.Is(err, coord.ErrConflict) && !errors.Is(err, errJoinerNotEligible) {
-					u.b.logger.Warn("ISR change not stored", "topic", lp.Topic, "partition", lp.Index, "err", err)
-				}
+			base, err := u.store(ctx, lp)
+			if err == nil {
+				continue
+			}
+			unknown := !writeOutcomeKnown(err)
+			if lp.ISRProposalFailed(base, unknown) && ctx.Err() == nil {
+				// It may be stored: try again until the stored state
+				// shows what happened.
+				time.AfterFunc(isrRetryBackoff, func() { u.propose(lp) })
+			}
+			if ctx.Err() == nil && (unknown || !errors.Is(err, coord.ErrConflict) && !errors.Is(err, errJoinerNotEligible) && !errors.Is(err, errStaleProposal)) {
+				u.b.logger.Warn("ISR change not stored", "topic", lp.Topic, "partition", lp.Index, "outcome_unknown", unknown, "err", err)
 			}
 		}
 	}
 }
 
-func (u *isrUpdater) store(ctx context.Context, lp *localPartition) error {
-	isr, epoch := lp.ProposedISR()
+// isrRetryBackoff is the pause before an ISR change whose write had an
+// unknown outcome is written again.
+const isrRetryBackoff = 200 * time.Millisecond
+
+// errStaleProposal: an ISR change was built on an older partition state
+// than the stored one (the controller changed it meanwhile); it is dropped
+// rather than applied over the newer state.
+var errStaleProposal = errors.New("broker: ISR change built on an older partition epoch than the stored one")
+
+// writeOutcomeKnown reports whether a failed etcd write is known not to
+// have been applied: its transaction was refused or never sent. Any other
+// failure (a timeout, an unreachable or leaderless etcd) may have applied it.
+func writeOutcomeKnown(err error) bool {
+	for _, known := range []error{coord.ErrConflict, coord.ErrConditionFailed, coord.ErrInvalid, coord.ErrTopicNotFound,
+		coord.ErrTxnTooLarge, replica.ErrNotLeader, errJoinerNotEligible, errStaleProposal} {
+		if errors.Is(err, known) {
+			return true
+		}
+	}
+	return false
+}
+
+// store writes lp's pending ISR change, if any, over the stored partition
+// state it was built on (Kafka's AlterPartition rule: a change applies only
+// to the partition epoch it was made from). It returns that partition epoch.
+func (u *isrUpdater) store(ctx context.Context, lp *localPartition) (base int32, err error) {
+	isr, epoch, base := lp.ProposedISR()
 	if isr == nil {
-		return nil
+		return base, nil
 	}
 	s := u.b.cache.Snapshot()
 	vp, ok := s.Partition(lp.Topic, lp.Index)
 	if vt, known := s.Topics[lp.Topic]; !ok || !known || vt.Topic.ID != lp.topicID ||
 		vp.Leader != u.b.cfg.NodeID || vp.LeaderEpoch != epoch {
-		return replica.ErrNotLeader
+		return base, replica.ErrNotLeader
+	}
+	if vp.PartitionEpoch != base {
+		return base, fmt.Errorf("%w: built on %d, stored %d", errStaleProposal, base, vp.PartitionEpoch)
 	}
 	conds := []coord.Condition{u.b.session.Condition()}
 	for _, r := range isr {
@@ -327,7 +380,7 @@ func (u *isrUpdater) store(ctx context.Context, lp *localPartition) error {
 		}
 		vb, live := s.Brokers[r]
 		if !live || !mayJoinISR(s, r) {
-			return fmt.Errorf("%w: broker %d", errJoinerNotEligible, r)
+			return base, fmt.Errorf("%w: broker %d", errJoinerNotEligible, r)
 		}
 		// The incarnation seen here may join: a later one registers anew
 		// (recovering if it started uncleanly), and this condition then
@@ -340,10 +393,10 @@ func (u *isrUpdater) store(ctx context.Context, lp *localPartition) error {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := u.b.client.CASPartitionState(wctx, next, vp.ModRevision, conds...); err != nil {
-		return err
+		return base, err
 	}
 	u.b.logger.Info("ISR changed", "topic", lp.Topic, "partition", lp.Index, "epoch", epoch, "from", vp.ISR, "to", isr)
-	return nil
+	return base, nil
 }
 
 // errJoinerNotEligible: an ISR expansion names a broker that may not join

@@ -17,6 +17,8 @@ var ErrUnknownReplica = errors.New("replica: fetch from a broker that is not a r
 // divergence point the leader reports (TruncateToDivergence), never blindly
 // to the high watermark.
 func (p *Partition) BecomeFollower(epoch, leader int32) error {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -30,7 +32,7 @@ func (p *Partition) BecomeFollower(epoch, leader int32) error {
 	}
 	p.role = RoleFollower
 	p.leader = leader
-	p.isr, p.followers, p.pendingISR = nil, nil, nil
+	p.isr, p.followers, p.pendingISR, p.pendingUnknown = nil, nil, nil, false
 	p.leaderEpoch.Store(epoch)
 	p.notifyLocked() // parked produces and fetches fail with ErrNotLeader
 	return nil
@@ -44,23 +46,60 @@ func (p *Partition) Leader() int32 {
 }
 
 // FetchPosition is what a follower sends the leader: the offset to fetch
-// from (its LEO, durable: in fsync mode the previous append was flushed
-// before this fetch) and the epoch of its last batch, for divergence checks.
-func (p *Partition) FetchPosition() (offset int64, lastFetchedEpoch int32) {
-	return p.log.EndOffset(), p.log.LatestEpoch()
+// from and the epoch of its last batch, for divergence checks. The leader
+// counts the offset as durably replicated, so when the topic acknowledges
+// only fsync'd data the log is flushed first (its tail may be unflushed:
+// appended as leader just before the replica became follower, or left by a
+// failed flush); a flush that fails returns its error and no position.
+func (p *Partition) FetchPosition() (offset int64, lastFetchedEpoch int32, err error) {
+	if p.log.SyncOnAppend() && p.log.FlushedOffset() < p.log.EndOffset() {
+		if err := p.log.Flush(); err != nil {
+			return 0, 0, err
+		}
+	}
+	return p.log.EndOffset(), p.log.LatestEpoch(), nil
 }
 
-// AppendFromLeader appends batches fetched from the leader (offsets and
-// epochs as the leader assigned them), makes them durable when the topic
-// acknowledges only fsync'd data, and moves the high watermark to
-// min(leader's, own LEO).
-func (p *Partition) AppendFromLeader(batches []byte, leaderHighWatermark int64) error {
+// lockFollower takes followMu for a follower operation on what was fetched
+// in epoch: it fails with ErrRoleChanged (ErrClosed) unless the replica
+// still follows in that epoch. On success the caller holds followMu, so no
+// role change happens until it calls p.followMu.Unlock.
+func (p *Partition) lockFollower(epoch int32) error {
+	p.followMu.Lock()
 	p.mu.Lock()
-	if p.closed || p.role != RoleFollower {
-		p.mu.Unlock()
-		return ErrNotLeader
-	}
+	closed, role, current := p.closed, p.role, p.leaderEpoch.Load()
 	p.mu.Unlock()
+	var err error
+	switch {
+	case closed:
+		err = ErrClosed
+	case role != RoleFollower || current != epoch:
+		err = fmt.Errorf("%w: fetched in epoch %d, now %s in epoch %d", ErrRoleChanged, epoch, role, current)
+	}
+	if err != nil {
+		p.followMu.Unlock()
+		return err
+	}
+	if testHookFollowerChecked != nil {
+		testHookFollowerChecked()
+	}
+	return nil
+}
+
+// testHookFollowerChecked, if set, runs in lockFollower once the check
+// passed, with followMu held (tests force interleavings with it).
+var testHookFollowerChecked func()
+
+// AppendFromLeader appends batches fetched from the leader in epoch
+// (offsets and epochs as the leader assigned them), makes them durable when
+// the topic acknowledges only fsync'd data, and moves the high watermark to
+// min(leader's, own LEO). It fails with ErrRoleChanged if the replica no
+// longer follows in epoch.
+func (p *Partition) AppendFromLeader(epoch int32, batches []byte, leaderHighWatermark int64) error {
+	if err := p.lockFollower(epoch); err != nil {
+		return err
+	}
+	defer p.followMu.Unlock()
 	if len(batches) > 0 {
 		if _, err := p.log.AppendReplicated(batches); err != nil {
 			return err
@@ -80,22 +119,53 @@ func (p *Partition) AppendFromLeader(batches []byte, leaderHighWatermark int64) 
 }
 
 // TruncateToDivergence truncates the log where it diverges from the
-// leader's, given the leader's answer for the follower's last epoch: its
-// largest epoch at most that one and that epoch's end offset. The follower
-// keeps what both logs share: up to the end of that epoch in both logs
-// (KIP-101/279). It returns the new LEO.
-func (p *Partition) TruncateToDivergence(leaderEpoch int32, leaderEndOffset int64) (int64, error) {
-	leo := p.log.EndOffset()
-	var to int64
+// leader's, given the leader's answer (in epoch) for the follower's last
+// epoch: its largest epoch at most that one and that epoch's end offset.
+// The follower keeps what both logs share: up to the end of that epoch in
+// both logs (KIP-101/279). It returns the new LEO. A leader that knows no
+// common epoch answers OFFSET_OUT_OF_RANGE instead (see
+// TruncateAfterOutOfRange). It fails with ErrRoleChanged if the replica no
+// longer follows in epoch: a new leader's log is never cut by an answer
+// meant for the follower it was.
+func (p *Partition) TruncateToDivergence(epoch, leaderEpoch int32, leaderEndOffset int64) (int64, error) {
 	if leaderEpoch < 0 || leaderEndOffset < 0 {
-		// The leader knows no common epoch: keep only what was committed.
-		to = min(p.highWatermark.Load(), leo)
-	} else {
-		to = min(leaderEndOffset, leo)
-		if _, end := p.log.EndOffsetForEpoch(leaderEpoch); end >= 0 {
-			to = min(to, end)
-		}
+		return 0, fmt.Errorf("replica: divergence answer without an epoch (%d, %d)", leaderEpoch, leaderEndOffset)
 	}
+	if err := p.lockFollower(epoch); err != nil {
+		return 0, err
+	}
+	defer p.followMu.Unlock()
+	to := min(leaderEndOffset, p.log.EndOffset())
+	if _, end := p.log.EndOffsetForEpoch(leaderEpoch); end >= 0 {
+		to = min(to, end)
+	}
+	return p.truncateLocked(to)
+}
+
+// TruncateAfterOutOfRange handles a leader's OFFSET_OUT_OF_RANGE for a fetch
+// from this replica in epoch, at or past the leader's log start offset: the
+// replica is ahead of the leader (after an unclean election) or its last
+// epoch is older than anything the leader still has. It keeps what was
+// committed; if that is its whole log, the log cannot be reconciled with
+// the leader's, and it starts over at the leader's log start.
+func (p *Partition) TruncateAfterOutOfRange(epoch int32, leaderLogStart int64) (int64, error) {
+	if err := p.lockFollower(epoch); err != nil {
+		return 0, err
+	}
+	defer p.followMu.Unlock()
+	leo := p.log.EndOffset()
+	if to := min(p.highWatermark.Load(), leo); to < leo {
+		return p.truncateLocked(to)
+	}
+	if err := p.log.TruncateFullyAndStartAt(leaderLogStart); err != nil {
+		return 0, err
+	}
+	p.highWatermark.Store(leaderLogStart)
+	return leaderLogStart, nil
+}
+
+// truncateLocked truncates the log at to; followMu is held.
+func (p *Partition) truncateLocked(to int64) (int64, error) {
 	// Truncate even at the LEO: it also drops a trailing epoch without
 	// records (this replica led it and was replaced before appending),
 	// which would otherwise make every fetch report the same divergence.
@@ -111,8 +181,13 @@ func (p *Partition) TruncateToDivergence(leaderEpoch int32, leaderEndOffset int6
 }
 
 // TruncateFullyAndStartAt empties the log and restarts it at offset (the
-// follower is behind the leader's log start).
-func (p *Partition) TruncateFullyAndStartAt(offset int64) error {
+// follower, in epoch, is behind the leader's log start). It fails with
+// ErrRoleChanged if the replica no longer follows in epoch.
+func (p *Partition) TruncateFullyAndStartAt(epoch int32, offset int64) error {
+	if err := p.lockFollower(epoch); err != nil {
+		return err
+	}
+	defer p.followMu.Unlock()
 	if err := p.log.TruncateFullyAndStartAt(offset); err != nil {
 		return err
 	}

@@ -137,20 +137,37 @@ func (p *Partition) MaybeShrinkISR(now time.Time) bool {
 	return true
 }
 
-// ProposedISR returns the pending ISR change and the epoch it belongs to,
-// or nil.
-func (p *Partition) ProposedISR() (isr []int32, epoch int32) {
+// ProposedISR returns the pending ISR change, the leader epoch it belongs
+// to and the partition epoch it was built on, or a nil ISR. It may be
+// stored only over the partition state of that partition epoch.
+func (p *Partition) ProposedISR() (isr []int32, leaderEpoch, partitionEpoch int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.pendingISR), p.leaderEpoch.Load()
+	return slices.Clone(p.pendingISR), p.leaderEpoch.Load(), p.partitionEpoch
 }
 
-// ISRProposalFailed forgets a pending ISR change that could not be stored;
-// the next fetch or shrink check proposes again if still needed.
-func (p *Partition) ISRProposalFailed() {
+// ISRProposalFailed reports that a write of the pending ISR change built on
+// partitionEpoch failed, with outcomeUnknown if etcd may hold it anyway (a
+// timeout, a lost etcd leader). A change whose writes all failed for sure
+// is forgotten, and the next fetch or shrink check proposes again if still
+// needed. One that may be stored is kept, so the high watermark still
+// counts every member it might add, and retry says to write it again: it
+// ends when a stored state with a newer partition epoch reaches
+// BecomeLeader (the write landed, or another one won).
+func (p *Partition) ISRProposalFailed(partitionEpoch int32, outcomeUnknown bool) (retry bool) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.pendingISR == nil || p.partitionEpoch != partitionEpoch || p.role != RoleLeader {
+		return false
+	}
+	if outcomeUnknown {
+		p.pendingUnknown = true
+	}
+	if p.pendingUnknown {
+		return true
+	}
 	p.pendingISR = nil
-	p.mu.Unlock()
+	return false
 }
 
 // CheckMinISR refuses an acks=all write while the ISR is smaller than

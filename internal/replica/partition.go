@@ -24,6 +24,10 @@ var (
 	// ErrNotEnoughReplicasAfterAppend: the write was appended, then the ISR
 	// shrank below min.insync.replicas before it was committed.
 	ErrNotEnoughReplicasAfterAppend = errors.New("replica: ISR shrank below min.insync.replicas after the append")
+	// ErrRoleChanged: a follower operation (append or truncation of what
+	// was fetched in one leader epoch) was refused because the replica no
+	// longer follows in that epoch.
+	ErrRoleChanged = errors.New("replica: role or leader epoch changed since the fetch")
 )
 
 // Role is a replica's role in its partition.
@@ -35,6 +39,16 @@ const (
 	RoleLeader
 	RoleFollower
 )
+
+func (r Role) String() string {
+	switch r {
+	case RoleLeader:
+		return "leader"
+	case RoleFollower:
+		return "follower"
+	}
+	return "no role"
+}
 
 // Partition is this broker's replica of one partition.
 type Partition struct {
@@ -50,12 +64,21 @@ type Partition struct {
 	// leaderEpoch is the epoch this replica acts in; written under mu.
 	leaderEpoch atomic.Int32
 
+	// followMu fences the follower's log operations (AppendFromLeader,
+	// TruncateToDivergence, TruncateFullyAndStartAt) against role changes:
+	// a follower operation holds it from its role and epoch check to its
+	// end, and BecomeLeader, BecomeFollower and Close take it first, so no
+	// role change falls between the check and the act. Taken before mu.
+	followMu sync.Mutex
+
 	mu sync.Mutex
 	// role is the current role; set by the partition manager.
 	role Role
 	// isr is the in-sync replica set of the current leader epoch, as
-	// stored in etcd.
-	isr []int32
+	// stored in etcd, and partitionEpoch the stored state's partition
+	// epoch it came with (the version ISR changes are built on).
+	isr            []int32
+	partitionEpoch int32
 	// leader is the leader's broker id (this broker when leading; -1 if
 	// none is known).
 	leader int32
@@ -66,8 +89,13 @@ type Partition struct {
 	// pendingISR is an ISR change proposed to etcd and not yet seen back,
 	// nil if none. While an expansion is pending the high watermark counts
 	// the joining follower too (the "maximal ISR" of KIP-497), so nothing
-	// is committed that the new member might lack.
-	pendingISR []int32
+	// is committed that the new member might lack. It applies only to the
+	// partition epoch it was built on (partitionEpoch when proposed).
+	// pendingUnknown is set once a write of it had an unknown outcome: it
+	// may be in etcd, so it is kept (and retried) until a stored state
+	// with a newer partition epoch is seen (KIP-497's AlterPartition rule).
+	pendingISR     []int32
+	pendingUnknown bool
 	// epochStartOffset is the LEO when this leader epoch began.
 	epochStartOffset int64
 	// waiters are notified when the high watermark, the LEO or the ISR
@@ -114,11 +142,15 @@ func (p *Partition) ISR() []int32 {
 	return slices.Clone(p.isr)
 }
 
-// BecomeLeader makes the replica leader in epoch with the given ISR. The
-// log records that the epoch starts at its LEO, so OffsetsForLeaderEpoch
-// answers correctly even before the first append of the epoch. Called again
-// in the same epoch, it takes a new ISR (after an ISR change was stored).
-func (p *Partition) BecomeLeader(epoch int32, isr []int32, cfg LeaderConfig) error {
+// BecomeLeader makes the replica leader in epoch with the ISR of the stored
+// partition state of partitionEpoch. The log records that the epoch starts
+// at its LEO, so OffsetsForLeaderEpoch answers correctly even before the
+// first append of the epoch. Called again in the same leader epoch, it takes
+// the ISR of a newer partition state (after an ISR change was stored) and
+// ignores an older or the same one.
+func (p *Partition) BecomeLeader(epoch, partitionEpoch int32, isr []int32, cfg LeaderConfig) error {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -129,10 +161,13 @@ func (p *Partition) BecomeLeader(epoch int32, isr []int32, cfg LeaderConfig) err
 	}
 	p.cfg = cfg
 	if p.role == RoleLeader && epoch == p.leaderEpoch.Load() {
-		if !slices.Equal(p.isr, isr) || p.pendingISR != nil && slices.Equal(p.pendingISR, isr) {
-			p.pendingISR = nil
+		if partitionEpoch > p.partitionEpoch {
+			// Whatever was pending was built on an older state: it was
+			// stored (and is in this one) or lost; the next fetch or
+			// shrink check proposes again from this state if need be.
+			p.pendingISR, p.pendingUnknown = nil, false
+			p.isr, p.partitionEpoch = slices.Clone(isr), partitionEpoch
 		}
-		p.isr = slices.Clone(isr)
 		p.maybeAdvanceHighWatermarkLocked()
 		p.notifyLocked()
 		return nil
@@ -142,8 +177,8 @@ func (p *Partition) BecomeLeader(epoch int32, isr []int32, cfg LeaderConfig) err
 	}
 	p.role = RoleLeader
 	p.leader = p.localID
-	p.isr = slices.Clone(isr)
-	p.pendingISR = nil
+	p.isr, p.partitionEpoch = slices.Clone(isr), partitionEpoch
+	p.pendingISR, p.pendingUnknown = nil, false
 	p.epochStartOffset = p.log.EndOffset()
 	p.resetFollowersLocked(time.Now())
 	p.leaderEpoch.Store(epoch)
@@ -166,17 +201,27 @@ func (p *Partition) CheckLeaderEpoch(current int32) error {
 	return nil
 }
 
+// Appended is the outcome of AppendAsLeader: where the batches went, and
+// the leader epoch the replica was leading in when it appended them (the
+// epoch that stamped them; for a duplicate of an idempotent producer's
+// batch, the epoch in which the original was found in the log).
+type Appended struct {
+	klog.AppendInfo
+	LeaderEpoch int32
+}
+
 // AppendAsLeader appends produced batches, assigning offsets in the current
-// leader epoch. It does not wait for durability; see WaitCommitted.
-func (p *Partition) AppendAsLeader(batches []byte) (klog.AppendInfo, error) {
+// leader epoch. It does not wait for durability; see WaitCommitted and
+// WaitLocal, which take the returned LeaderEpoch.
+func (p *Partition) AppendAsLeader(batches []byte) (Appended, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return klog.AppendInfo{}, ErrClosed
+		return Appended{}, ErrClosed
 	}
 	if p.role != RoleLeader {
 		p.mu.Unlock()
-		return klog.AppendInfo{}, ErrNotLeader
+		return Appended{}, ErrNotLeader
 	}
 	epoch := p.leaderEpoch.Load()
 	// The append happens under mu so that a role change cannot interleave
@@ -189,47 +234,68 @@ func (p *Partition) AppendAsLeader(batches []byte) (klog.AppendInfo, error) {
 		p.notifyLocked() // followers long-polling for the new LEO
 	}
 	p.mu.Unlock()
-	return info, err
+	return Appended{AppendInfo: info, LeaderEpoch: epoch}, err
 }
 
-// WaitCommitted returns once every offset below end is committed (below the
-// high watermark), flushing the log first when the topic acknowledges only
-// fsync'd data. It returns early with ctx's error.
-func (p *Partition) WaitCommitted(ctx context.Context, end int64) error {
+// WaitCommitted returns once every offset below end, appended while leading
+// in epoch, is committed (below the high watermark), flushing the log first
+// when the topic acknowledges only fsync'd data. It succeeds only if the
+// replica is still leader in that same epoch when the high watermark passes
+// end: once it stopped leading, even for a moment, its log may have been
+// truncated and refilled by another leader, so offsets alone prove nothing
+// (ErrNotLeader, also for a wait that begins after the change). It returns
+// early with ctx's error.
+func (p *Partition) WaitCommitted(ctx context.Context, epoch int32, end int64) error {
 	if p.log.SyncOnAppend() && p.log.FlushedOffset() < end {
 		// Group commit: concurrent callers share the fsync.
 		if err := p.log.Flush(); err != nil {
 			return err
 		}
 	}
-	p.mu.Lock()
-	p.maybeAdvanceHighWatermarkLocked()
-	p.mu.Unlock()
-	if p.highWatermark.Load() >= end {
-		return nil
-	}
 	w := NewWaiter()
 	p.AddWaiter(w)
 	defer p.RemoveWaiter(w)
-	for p.highWatermark.Load() < end {
+	for {
+		if done, err := p.committedIn(epoch, end); done || err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-w.C:
 		}
-		p.mu.Lock()
-		closed, role, short := p.closed, p.role, int32(len(p.isr)) < p.cfg.MinInsyncReplicas
-		p.mu.Unlock()
-		switch {
-		case closed:
-			return ErrClosed
-		case role != RoleLeader:
-			return ErrNotLeader
-		case short && p.highWatermark.Load() < end:
-			// The ISR shrank below min.insync.replicas while waiting: the
-			// high watermark cannot pass the batch until it grows back.
-			return ErrNotEnoughReplicasAfterAppend
-		}
+	}
+}
+
+// committedIn reports whether offsets below end are committed by this
+// replica as leader in epoch, or why they never will be by it.
+func (p *Partition) committedIn(epoch int32, end int64) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.leadingInLocked(epoch); err != nil {
+		return false, err
+	}
+	p.maybeAdvanceHighWatermarkLocked()
+	switch {
+	case p.highWatermark.Load() >= end:
+		return true, nil
+	case int32(len(p.isr)) < p.cfg.MinInsyncReplicas:
+		// The ISR shrank below min.insync.replicas after the append: the
+		// high watermark cannot pass the batch until it grows back.
+		return false, ErrNotEnoughReplicasAfterAppend
+	}
+	return false, nil
+}
+
+// leadingInLocked returns nil if the replica leads in epoch.
+func (p *Partition) leadingInLocked(epoch int32) error {
+	switch {
+	case p.closed:
+		return ErrClosed
+	case p.role != RoleLeader:
+		return ErrNotLeader
+	case p.leaderEpoch.Load() != epoch:
+		return fmt.Errorf("%w: appended in leader epoch %d, now leading in %d", ErrNotLeader, epoch, p.leaderEpoch.Load())
 	}
 	return nil
 }
@@ -329,6 +395,8 @@ func (p *Partition) isClosed() bool {
 // Close stops the replica (its waiters are woken and fail with ErrClosed)
 // and closes the log. With remove, the log's directory is deleted.
 func (p *Partition) Close(remove bool) error {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -350,16 +418,20 @@ func (p *Partition) Close(remove bool) error {
 
 // WaitLocal returns once the leader's own log holds every offset below end
 // durably: after a (group-committed) fsync when the topic acknowledges only
-// fsync'd data, at once in page-cache mode. acks=1 waits for this.
-func (p *Partition) WaitLocal(end int64) error {
-	if !p.log.SyncOnAppend() || p.log.FlushedOffset() >= end {
-		return nil
-	}
-	if err := p.log.Flush(); err != nil {
-		return err
+// fsync'd data, at once in page-cache mode. acks=1 waits for this. Like
+// WaitCommitted it succeeds only while the replica still leads in epoch,
+// the epoch it appended in.
+func (p *Partition) WaitLocal(epoch int32, end int64) error {
+	if p.log.SyncOnAppend() && p.log.FlushedOffset() < end {
+		if err := p.log.Flush(); err != nil {
+			return err
+		}
 	}
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.leadingInLocked(epoch); err != nil {
+		return err
+	}
 	p.maybeAdvanceHighWatermarkLocked()
-	p.mu.Unlock()
 	return nil
 }

@@ -51,10 +51,10 @@ func TestAppendRequiresLeadership(t *testing.T) {
 	if _, err := p.AppendAsLeader(batch(1)); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("append before becoming leader: got %v, want ErrNotLeader", err)
 	}
-	if err := p.BecomeLeader(3, []int32{1}, single); err != nil {
+	if err := p.BecomeLeader(3, 0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.BecomeLeader(2, []int32{1}, single); !errors.Is(err, ErrFencedLeaderEpoch) {
+	if err := p.BecomeLeader(2, 0, []int32{1}, single); !errors.Is(err, ErrFencedLeaderEpoch) {
 		t.Fatalf("older epoch: got %v, want ErrFencedLeaderEpoch", err)
 	}
 	if got := p.LeaderEpoch(); got != 3 {
@@ -74,7 +74,7 @@ func TestAppendRequiresLeadership(t *testing.T) {
 
 func TestCheckLeaderEpoch(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(5, []int32{1}, single); err != nil {
+	if err := p.BecomeLeader(5, 0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
@@ -91,7 +91,7 @@ func TestCheckLeaderEpoch(t *testing.T) {
 // and the high watermark follows the flushed offset.
 func TestHighWatermarkFollowsFlushInSyncMode(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
+	if err := p.BecomeLeader(0, 0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(batch(3)); err != nil {
@@ -105,7 +105,7 @@ func TestHighWatermarkFollowsFlushInSyncMode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := p.WaitCommitted(ctx, 3); err != nil {
+	if err := p.WaitCommitted(ctx, 0, 3); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.HighWatermark(); hw != 3 {
@@ -119,7 +119,7 @@ func TestHighWatermarkFollowsFlushInSyncMode(t *testing.T) {
 // In page-cache mode the high watermark moves with the LEO.
 func TestHighWatermarkInPageCacheMode(t *testing.T) {
 	p := newPartition(t, 1<<40)
-	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
+	if err := p.BecomeLeader(0, 0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(batch(4)); err != nil {
@@ -128,7 +128,7 @@ func TestHighWatermarkInPageCacheMode(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 4 {
 		t.Fatalf("high watermark: got %d, want 4", hw)
 	}
-	if err := p.WaitLocal(4); err != nil {
+	if err := p.WaitLocal(0, 4); err != nil {
 		t.Fatal(err)
 	}
 	if f := p.Log().FlushedOffset(); f != 0 {
@@ -140,7 +140,7 @@ func TestHighWatermarkInPageCacheMode(t *testing.T) {
 // long-poll for it) and again when the high watermark moves.
 func TestWaiterWakesOnHighWatermark(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
+	if err := p.BecomeLeader(0, 0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	w := NewWaiter()
@@ -170,13 +170,13 @@ func TestWaiterWakesOnHighWatermark(t *testing.T) {
 // Closing the partition fails its waiters instead of leaving them parked.
 func TestCloseReleasesWaiters(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
+	if err := p.BecomeLeader(0, 0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- p.WaitCommitted(ctx, 100) }()
+	go func() { done <- p.WaitCommitted(ctx, 0, 100) }()
 	// The waiter cannot be satisfied (nothing was appended); Close must end it.
 	for {
 		p.mu.Lock()
@@ -208,7 +208,7 @@ func TestCloseReleasesWaiters(t *testing.T) {
 func TestFollowerFetchMayJoin(t *testing.T) {
 	p := newPartition(t, 1)
 	cfg := LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 30 * time.Second}
-	if err := p.BecomeLeader(0, []int32{1}, cfg); err != nil {
+	if err := p.BecomeLeader(0, 0, []int32{1}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(batch(3)); err != nil {
@@ -217,13 +217,13 @@ func TestFollowerFetchMayJoin(t *testing.T) {
 	if expand, err := p.FollowerFetch(2, 3, time.Now(), false); err != nil || expand {
 		t.Fatalf("caught-up follower that may not join: expand %v, err %v", expand, err)
 	}
-	if isr, _ := p.ProposedISR(); isr != nil {
+	if isr, _, _ := p.ProposedISR(); isr != nil {
 		t.Fatalf("proposed ISR %v for a follower that may not join", isr)
 	}
 	if expand, err := p.FollowerFetch(2, 3, time.Now(), true); err != nil || !expand {
 		t.Fatalf("caught-up follower that may join: expand %v, err %v", expand, err)
 	}
-	if isr, _ := p.ProposedISR(); len(isr) != 2 {
+	if isr, _, _ := p.ProposedISR(); len(isr) != 2 {
 		t.Fatalf("proposed ISR %v, want [1 2]", isr)
 	}
 }
@@ -235,28 +235,28 @@ func TestFollowerFetchMayJoin(t *testing.T) {
 // up (found by the container fault campaign).
 func TestDivergenceAtLEODropsEmptyEpoch(t *testing.T) {
 	p := newPartition(t, 1)
-	if err := p.BecomeLeader(0, []int32{1}, single); err != nil {
+	if err := p.BecomeLeader(0, 0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.AppendAsLeader(batch(5)); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.BecomeLeader(1, []int32{1}, single); err != nil {
+	if err := p.BecomeLeader(1, 0, []int32{1}, single); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.BecomeFollower(2, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, last := p.FetchPosition(); last != 1 {
+	if _, last, _ := p.FetchPosition(); last != 1 {
 		t.Fatalf("last fetched epoch before the divergence: %d, want 1 (the empty epoch)", last)
 	}
 	// The new leader's answer for epoch 1: its largest epoch at most 1 is
 	// 0, which ends at 5, this replica's LEO.
-	leo, err := p.TruncateToDivergence(0, 5)
+	leo, err := p.TruncateToDivergence(2, 0, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off, last := p.FetchPosition(); leo != 5 || off != 5 || last != 0 {
+	if off, last, _ := p.FetchPosition(); leo != 5 || off != 5 || last != 0 {
 		t.Fatalf("after the divergence: LEO %d, fetch position %d in epoch %d; want 5, 5, 0", leo, off, last)
 	}
 }

@@ -1,0 +1,341 @@
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	klog "github.com/samsa-io/samsa/internal/log"
+)
+
+// fetched returns batch(n) as a leader of epoch would have stored it at
+// base: what a follower receives in a fetch response.
+func fetched(base int64, n int, epoch int32) []byte {
+	b := batch(n)
+	binary.BigEndian.PutUint64(b[0:], uint64(base))
+	binary.BigEndian.PutUint32(b[12:], uint32(epoch))
+	return b
+}
+
+// two is a partition replicated on brokers 1 (this one) and 2.
+var two = LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 30 * time.Second}
+
+func newPartitionFS(t *testing.T, flushMessages int64) (*Partition, *klog.MemFS) {
+	t.Helper()
+	fs := klog.NewMemFS(1)
+	cfg := klog.DefaultConfig()
+	cfg.FS = fs
+	cfg.FlushMessages = flushMessages
+	l, err := klog.Open("/p", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New("t", 0, 1, l)
+	t.Cleanup(func() { p.Close(false) })
+	return p, fs
+}
+
+// leadershipMovesAndComesBack: this replica leads epoch 1 and appends 5
+// records that broker 2 never fetches; broker 2 takes over in epoch 2 with
+// 8 records of its own; this replica follows, truncates at the divergence,
+// fetches those 8 (its high watermark passes 5) and leads again in epoch 3.
+func leadershipMovesAndComesBack(t *testing.T, p *Partition) Appended {
+	t.Helper()
+	if err := p.BecomeLeader(1, 0, []int32{1, 2}, two); err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.AppendAsLeader(batch(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BecomeFollower(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	// Broker 2's answer for epoch 1: below its earliest epoch (2, from 0).
+	if leo, err := p.TruncateToDivergence(2, 1, 0); err != nil || leo != 0 {
+		t.Fatalf("truncate at the divergence: LEO %d, %v; want 0", leo, err)
+	}
+	if err := p.AppendFromLeader(2, fetched(0, 8, 2), 8); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 8 {
+		t.Fatalf("high watermark after following broker 2: %d, want 8", hw)
+	}
+	if err := p.BecomeLeader(3, 2, []int32{1, 2}, two); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// Issue 10, hole 1: a produce whose records were truncated away while its
+// wait had not begun (it waits behind another partition's) must not be
+// acknowledged because the high watermark, now made of another leader's
+// records, passed its offsets: no replica has them.
+func TestWaitAfterLeadershipMovedFails(t *testing.T) {
+	for _, acks := range []string{"all", "1"} {
+		t.Run("acks="+acks, func(t *testing.T) {
+			p, _ := newPartitionFS(t, 1)
+			a := leadershipMovesAndComesBack(t, p)
+			if a.LeaderEpoch != 1 || a.LastOffset != 4 {
+				t.Fatalf("appended %+v, want offsets 0-4 in epoch 1", a)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var err error
+			if acks == "all" {
+				err = p.WaitCommitted(ctx, a.LeaderEpoch, a.LastOffset+1)
+			} else {
+				err = p.WaitLocal(a.LeaderEpoch, a.LastOffset+1)
+			}
+			if !errors.Is(err, ErrNotLeader) {
+				t.Fatalf("wait for records truncated by a leadership change: %v, want ErrNotLeader", err)
+			}
+		})
+	}
+}
+
+// A wait parked when the replica stops leading fails at once, and so does
+// one that begins while it follows.
+func TestWaitParkedAcrossLeadershipChangeFails(t *testing.T) {
+	p, _ := newPartitionFS(t, 1)
+	if err := p.BecomeLeader(1, 0, []int32{1, 2}, two); err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.AppendAsLeader(batch(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.WaitCommitted(context.Background(), a.LeaderEpoch, a.LastOffset+1) }()
+	// The wait flushes, finds the high watermark short (broker 2 has not
+	// fetched) and parks on a waiter.
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		p.mu.Lock()
+		parked := len(p.waiters)
+		p.mu.Unlock()
+		if parked == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the wait did not park within 10s")
+		}
+	}
+	if err := p.BecomeFollower(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("parked wait after the replica became follower: %v, want ErrNotLeader", err)
+	}
+	if err := p.WaitCommitted(context.Background(), a.LeaderEpoch, a.LastOffset+1); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("wait begun while following: %v, want ErrNotLeader", err)
+	}
+}
+
+// Issue 10, hole 2: an answer fetched while following in one epoch never
+// truncates or appends to the replica once it leads (or follows in another
+// epoch): a DivergingEpoch from the old leader would otherwise cut the new
+// leader's own epoch out of its log.
+func TestFollowerOperationsFencedByRoleChange(t *testing.T) {
+	p, _ := newPartitionFS(t, 1)
+	if err := p.BecomeFollower(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendFromLeader(2, fetched(0, 5, 2), 5); err != nil {
+		t.Fatal(err)
+	}
+	// The fetcher sends a fetch in epoch 2; meanwhile the replica is made
+	// leader of epoch 3 and appends.
+	if err := p.BecomeLeader(3, 1, []int32{1}, single); err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.AppendAsLeader(batch(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitCommitted(context.Background(), a.LeaderEpoch, a.LastOffset+1); err != nil {
+		t.Fatal(err)
+	}
+	// The stale answers arrive.
+	if _, err := p.TruncateToDivergence(2, 1, 0); !errors.Is(err, ErrRoleChanged) {
+		t.Fatalf("stale divergence answer: %v, want ErrRoleChanged", err)
+	}
+	if err := p.AppendFromLeader(2, fetched(5, 2, 2), 7); !errors.Is(err, ErrRoleChanged) {
+		t.Fatalf("stale records: %v, want ErrRoleChanged", err)
+	}
+	if err := p.TruncateFullyAndStartAt(2, 100); !errors.Is(err, ErrRoleChanged) {
+		t.Fatalf("stale out-of-range answer: %v, want ErrRoleChanged", err)
+	}
+	if _, err := p.TruncateAfterOutOfRange(2, 0); !errors.Is(err, ErrRoleChanged) {
+		t.Fatalf("stale out-of-range answer: %v, want ErrRoleChanged", err)
+	}
+	if leo, hw, last := p.Log().EndOffset(), p.HighWatermark(), p.Log().LatestEpoch(); leo != 8 || hw != 8 || last != 3 {
+		t.Fatalf("leader after stale follower answers: LEO %d, HW %d, latest epoch %d; want 8, 8, 3", leo, hw, last)
+	}
+	// Following in a newer epoch of the same leader fences too.
+	if err := p.BecomeFollower(4, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.TruncateToDivergence(2, 1, 0); !errors.Is(err, ErrRoleChanged) {
+		t.Fatalf("answer of an older follower epoch: %v, want ErrRoleChanged", err)
+	}
+	if _, err := p.TruncateToDivergence(4, -1, -1); err == nil {
+		t.Fatal("a divergence answer without an epoch was accepted")
+	}
+}
+
+// A role change waits for a follower operation in progress: it cannot fall
+// between the operation's epoch check and its writes.
+func TestRoleChangeWaitsForFollowerOperation(t *testing.T) {
+	p, _ := newPartitionFS(t, 1)
+	if err := p.BecomeFollower(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendFromLeader(2, append(fetched(0, 3, 2), fetched(3, 2, 2)...), 0); err != nil {
+		t.Fatal(err)
+	}
+	checked, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	testHookFollowerChecked = func() {
+		close(checked)
+		<-release
+	}
+	defer func() { unblock(); testHookFollowerChecked = nil }()
+	truncated := make(chan error, 1)
+	go func() {
+		// A DivergingEpoch answer of the epoch-2 leader: cut to 3.
+		_, err := p.TruncateToDivergence(2, 2, 3)
+		truncated <- err
+	}()
+	<-checked
+	became := make(chan error, 1)
+	go func() { became <- p.BecomeLeader(3, 1, []int32{1}, single) }()
+	select {
+	case err := <-became:
+		t.Fatalf("the role change completed between a follower operation's check and its act (%v)", err)
+	case <-time.After(200 * time.Millisecond):
+		// Not completed in this time: a fenced role change waits.
+	}
+	unblock()
+	if err := <-truncated; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-became; err != nil {
+		t.Fatal(err)
+	}
+	// The truncation happened first, then the new epoch began at its end.
+	if start, end := p.Log().EndOffsetForEpoch(2); start != 2 || end != 3 || p.Log().LatestEpoch() != 3 {
+		t.Fatalf("epoch 2 ends at %d (found %d), latest epoch %d; want 3, 2, 3", end, start, p.Log().LatestEpoch())
+	}
+}
+
+// Issue 10, hole 4: an ISR change whose write had an unknown outcome may be
+// in etcd, so it stays pending (the high watermark keeps counting the
+// joining member) until a stored state with a newer partition epoch is
+// seen, even if a later attempt fails for sure; and a change applies only
+// to the partition epoch it was built on.
+func TestISRProposalKeptUntilOutcomeKnown(t *testing.T) {
+	p, _ := newPartitionFS(t, 100) // page cache: the leader's LEO counts at once
+	if err := p.BecomeLeader(1, 5, []int32{1}, two); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(batch(10)); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark of a lone leader: %d, want 10", hw)
+	}
+	// Broker 2 catches up and is proposed to join, on partition epoch 5.
+	if expand, err := p.FollowerFetch(2, 10, time.Now(), true); err != nil || !expand {
+		t.Fatalf("caught-up follower: expand %v, %v", expand, err)
+	}
+	isr, leaderEpoch, base := p.ProposedISR()
+	if len(isr) != 2 || leaderEpoch != 1 || base != 5 {
+		t.Fatalf("proposal %v in leader epoch %d on partition epoch %d; want [1 2], 1, 5", isr, leaderEpoch, base)
+	}
+	if retry := p.ISRProposalFailed(5, true); !retry {
+		t.Fatal("a proposal whose write had an unknown outcome is not retried")
+	}
+	// A later attempt fails for sure (the stored state moved on: perhaps
+	// the first write landed); broker 2 may be in etcd's ISR.
+	if retry := p.ISRProposalFailed(5, false); !retry {
+		t.Fatal("a proposal that may be stored was dropped after a definite failure")
+	}
+	if _, err := p.AppendAsLeader(batch(4)); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark passed a member that may be in the stored ISR: %d, want 10", hw)
+	}
+	// A failure report for another partition epoch changes nothing.
+	if retry := p.ISRProposalFailed(4, false); retry {
+		t.Fatal("retry of a proposal of another partition epoch")
+	}
+	// The stored state arrives: partition epoch 6 with broker 2.
+	if err := p.BecomeLeader(1, 6, []int32{1, 2}, two); err != nil {
+		t.Fatal(err)
+	}
+	if isr, _, base := p.ProposedISR(); isr != nil || base != 6 {
+		t.Fatalf("after the stored state: proposal %v on %d, want none on 6", isr, base)
+	}
+	// A state that is not newer is ignored.
+	if err := p.BecomeLeader(1, 6, []int32{1}, two); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ISR(); len(got) != 2 {
+		t.Fatalf("ISR after a repeated partition epoch: %v, want [1 2]", got)
+	}
+	// A proposal that surely failed, never with an unknown outcome, is
+	// dropped.
+	if !p.MaybeShrinkISR(time.Now().Add(time.Minute)) {
+		t.Fatal("no shrink proposed for a follower that stopped fetching")
+	}
+	if retry := p.ISRProposalFailed(6, false); retry {
+		t.Fatal("a proposal that surely failed is retried")
+	}
+	if isr, _, _ := p.ProposedISR(); isr != nil {
+		t.Fatalf("proposal after a sure failure: %v, want none", isr)
+	}
+}
+
+// Issue 10, hole 5: a follower reports as its fetch position (which the
+// leader counts as durable) only what is on disk: a tail appended as leader
+// just before it became follower is flushed first, and a failed flush
+// reports no position.
+func TestFetchPositionOnlyDurable(t *testing.T) {
+	p, fs := newPartitionFS(t, 1)
+	if err := p.BecomeLeader(1, 0, []int32{1, 2}, two); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(batch(5)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BecomeFollower(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if f := p.Log().FlushedOffset(); f != 0 {
+		t.Fatalf("flushed before the fetch: %d, want 0", f)
+	}
+	off, _, err := p.FetchPosition()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := p.Log().FlushedOffset(); off != 5 || f < off {
+		t.Fatalf("fetch position %d with %d flushed: reported more than is durable", off, f)
+	}
+	if err := p.AppendFromLeader(2, fetched(5, 3, 2), 5); err != nil {
+		t.Fatal(err)
+	}
+	// A later append is left unflushed by a failed fsync.
+	fs.FailNextSync(".log", errors.New("injected sync failure"))
+	if err := p.AppendFromLeader(2, fetched(8, 2, 2), 8); err == nil {
+		t.Fatal("append whose flush failed succeeded")
+	}
+	if off, _, err := p.FetchPosition(); err == nil {
+		t.Fatalf("fetch position %d reported from a log whose flush failed (flushed %d)", off, p.Log().FlushedOffset())
+	}
+}
