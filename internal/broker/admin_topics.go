@@ -74,7 +74,7 @@ func (b *Broker) prepareTopic(name string, partitions int32, rf int16, assignmen
 		}
 	}
 	t = meta.Topic{Name: name, ID: meta.NewTopicID(), Partitions: assignment}
-	if len(configs) > 0 {
+	if configs = pinTopicDefaults(configs, b.cfg.TopicDefaults); len(configs) > 0 {
 		t.Configs = configs
 	}
 	return t, nil

@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -110,6 +112,34 @@ func TestEffectiveTopicConfigs(t *testing.T) {
 	s := resolveTopicSettings(overrides, brokerDefaults)
 	if s.retentionMs != 2000 || s.maxMessageBytes != 5000 || s.flushMessages != 1 || s.minInsyncReplicas != 1 {
 		t.Fatalf("resolved settings: %+v", s)
+	}
+}
+
+// The durability mode is one per topic: a broker's log.flush.interval.*
+// never applies to a topic that lacks flush.messages/flush.ms (each broker
+// would otherwise pick its own mode for the same partition); it is stored
+// with the topics created through that broker instead.
+func TestDurabilityModeIsPerTopic(t *testing.T) {
+	pageCacheBroker := map[string]string{"flush.messages": "10000", "flush.ms": "1000", "retention.ms": "1000"}
+	if s := resolveTopicSettings(nil, pageCacheBroker); s.flushMessages != 1 || s.flushMs != math.MaxInt64 || s.retentionMs != 1000 {
+		t.Fatalf("a topic without flush configs on a page-cache broker: flush.messages %d, flush.ms %d, retention.ms %d; want 1, max, 1000",
+			s.flushMessages, s.flushMs, s.retentionMs)
+	}
+	for _, v := range effectiveTopicConfigs(nil, pageCacheBroker) {
+		if v.def.name == "flush.messages" && (v.value != "1" || v.source != sourceDefault) {
+			t.Fatalf("described flush.messages: %q (source %d), want the built-in 1", v.value, v.source)
+		}
+	}
+	stored := pinTopicDefaults(map[string]string{"flush.ms": "5"}, pageCacheBroker)
+	want := map[string]string{"flush.messages": "10000", "flush.ms": "5"}
+	if !maps.Equal(stored, want) {
+		t.Fatalf("configs stored with a new topic: %v, want %v", stored, want)
+	}
+	if s := resolveTopicSettings(stored, nil); s.flushMessages != 10000 || s.flushMs != 5 {
+		t.Fatalf("the stored mode on another broker: flush.messages %d, flush.ms %d", s.flushMessages, s.flushMs)
+	}
+	if got := pinTopicDefaults(nil, map[string]string{"retention.ms": "1"}); got != nil {
+		t.Fatalf("nothing pinned: got %v, want nil", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -32,6 +33,13 @@ type topicConfigDef struct {
 	readOnly bool
 	// broker is the broker setting whose value is the default, if any.
 	broker string
+	// pinned: the broker setting is the default only for topics created
+	// through this broker, which stores the value with the topic; it is
+	// never applied to a topic that lacks it. Every replica then uses the
+	// same value, whatever its own broker's settings: the durability mode
+	// must be one per topic, or a leader acknowledging only fsync'd data
+	// would count a page-cache follower's unflushed offsets as durable.
+	pinned bool
 	doc    string
 }
 
@@ -54,9 +62,9 @@ func init() {
 		{name: "index.interval.bytes", kind: kindInt, def: "4096", min: 0, broker: "log.index.interval.bytes"},
 		{name: "max.message.bytes", kind: kindInt, def: "1048588", min: 0, broker: "message.max.bytes"},
 		{name: "min.insync.replicas", kind: kindInt, def: "1", min: 1, broker: "min.insync.replicas"},
-		{name: "flush.messages", kind: kindLong, def: "1", min: 1, broker: "log.flush.interval.messages",
+		{name: "flush.messages", kind: kindLong, def: "1", min: 1, broker: "log.flush.interval.messages", pinned: true,
 			doc: "1 (samsa's default): every acknowledged write is fsync'd first, with group commit; larger: Kafka's page-cache mode"},
-		{name: "flush.ms", kind: kindLong, def: strconv.FormatInt(math.MaxInt64, 10), min: 0, broker: "log.flush.interval.ms"},
+		{name: "flush.ms", kind: kindLong, def: strconv.FormatInt(math.MaxInt64, 10), min: 0, broker: "log.flush.interval.ms", pinned: true},
 		{name: "message.timestamp.type", kind: kindEnum, def: "CreateTime", enum: []string{"CreateTime"}, broker: "log.message.timestamp.type"},
 		{name: "message.timestamp.before.max.ms", kind: kindLong, def: strconv.FormatInt(math.MaxInt64, 10), min: 0, broker: "log.message.timestamp.before.max.ms"},
 		{name: "message.timestamp.after.max.ms", kind: kindLong, def: "3600000", min: 0, broker: "log.message.timestamp.after.max.ms"},
@@ -124,7 +132,7 @@ func effectiveTopicConfigs(overrides, brokerDefaults map[string]string) []topicC
 	out := make([]topicConfigValue, 0, len(topicConfigDefs))
 	for name, d := range topicConfigDefs {
 		v := topicConfigValue{def: d, value: d.def, source: sourceDefault}
-		if b, ok := brokerDefaults[name]; ok {
+		if b, ok := brokerDefaults[name]; ok && !d.pinned {
 			v.value, v.source = b, sourceStaticBroker
 		}
 		if o, ok := overrides[name]; ok {
@@ -133,6 +141,24 @@ func effectiveTopicConfigs(overrides, brokerDefaults map[string]string) []topicC
 		out = append(out, v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].def.name < out[j].def.name })
+	return out
+}
+
+// pinTopicDefaults returns the configs to store with a new topic: the
+// requested ones, plus this broker's defaults of the pinned configs that the
+// request leaves out (see topicConfigDef.pinned).
+func pinTopicDefaults(configs, brokerDefaults map[string]string) map[string]string {
+	out := maps.Clone(configs)
+	for name, d := range topicConfigDefs {
+		v, ok := brokerDefaults[name]
+		if _, set := configs[name]; set || !ok || !d.pinned || validateTopicConfig(name, v) != nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[name] = v
+	}
 	return out
 }
 
@@ -158,10 +184,11 @@ func resolveTopicSettings(overrides, brokerDefaults map[string]string) topicSett
 		if v, ok := overrides[name]; ok && validateTopicConfig(name, v) == nil {
 			return v
 		}
-		if v, ok := brokerDefaults[name]; ok && validateTopicConfig(name, v) == nil {
+		d := topicConfigDefs[name]
+		if v, ok := brokerDefaults[name]; ok && !d.pinned && validateTopicConfig(name, v) == nil {
 			return v
 		}
-		return topicConfigDefs[name].def
+		return d.def
 	}
 	i64 := func(name string) int64 {
 		n, _ := strconv.ParseInt(get(name), 10, 64)
