@@ -128,6 +128,18 @@ func (l *Log) failLocked(err error) error {
 	return fmt.Errorf("%w: %w", ErrFailed, err)
 }
 
+// Err returns the I/O error that failed the log (wrapping ErrFailed), or
+// nil while it is usable. A failed log refuses appends and flushes until
+// it is reopened.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failure == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrFailed, l.failure)
+}
+
 // fail is failLocked for callers that do not hold mu.
 func (l *Log) fail(err error) error {
 	l.mu.Lock()
