@@ -36,23 +36,12 @@ var _ group.Store = offsetsStore{}
 // (the coordinator's), without waiting. The coordinator calls it under its
 // lock: it takes the replica's lock only for the in-memory append.
 func (s offsetsStore) Append(epoch int32, recs []records.KV) (int64, error) {
-	if now := s.lp.LeaderEpoch(); now != epoch {
-		return 0, fmt.Errorf("%w: leading in epoch %d, not %d", group.ErrNotLeader, now, epoch)
-	}
 	if err := s.lp.CheckMinISR(); err != nil {
 		return 0, err
 	}
-	info, err := s.lp.AppendAsLeader(records.Build(recs, time.Now().UnixMilli()))
+	info, err := s.lp.AppendInEpoch(epoch, records.Build(recs, time.Now().UnixMilli()))
 	if err != nil {
 		return 0, notLeader(err)
-	}
-	if info.LeaderEpoch != epoch {
-		// The leadership moved between the check and the append, which
-		// was stamped with a later epoch (a coordinator of that epoch may
-		// have loaded the partition without it): refused, as if not
-		// appended. (A replica append that takes the epoch would leave
-		// nothing behind; see docs/groups.md.)
-		return 0, fmt.Errorf("%w: appended in epoch %d, not %d", group.ErrNotLeader, info.LeaderEpoch, epoch)
 	}
 	return info.LastOffset + 1, nil
 }

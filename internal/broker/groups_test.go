@@ -26,9 +26,11 @@ func TestOffsetsStoreFencedByLeaderEpoch(t *testing.T) {
 	}
 	p := replica.New(group.OffsetsTopic, 0, 1, l)
 	t.Cleanup(func() { p.Close(false) })
+	partitionEpoch := int32(0)
 	lead := func(epoch int32, isr []int32) {
 		t.Helper()
-		err := p.BecomeLeader(epoch, 0, isr, replica.LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: time.Minute})
+		partitionEpoch++ // every stored change of the ISR is a new partition epoch
+		err := p.BecomeLeader(epoch, partitionEpoch, isr, replica.LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,9 +25,7 @@ type Store interface {
 	// returns the offset just past them, without waiting for them to be
 	// committed. It refuses (ErrNotLeader) unless the partition is led
 	// here in epoch, and may refuse for other reasons (too few in-sync
-	// replicas); a refused Append wrote nothing in epoch (see
-	// docs/groups.md for the one case where a batch of another epoch
-	// stays behind). The coordinator calls it
+	// replicas); a refused Append wrote nothing. The coordinator calls it
 	// holding its lock, so that its changes reach the log in the order it
 	// makes them in memory: it must not wait for replication, an fsync or
 	// the network.

@@ -98,6 +98,24 @@ func TestWaitAfterLeadershipMovedFails(t *testing.T) {
 	}
 }
 
+// A writer bound to one leader epoch appends nothing in another.
+func TestAppendInEpoch(t *testing.T) {
+	p, _ := newPartitionFS(t, 1)
+	if err := p.BecomeLeader(3, 0, []int32{1}, single); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendInEpoch(2, batch(2)); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("append for epoch 2 while leading in 3: %v, want ErrNotLeader", err)
+	}
+	if leo := p.Log().EndOffset(); leo != 0 {
+		t.Fatalf("a refused append left %d records", leo)
+	}
+	a, err := p.AppendInEpoch(3, batch(2))
+	if err != nil || a.LeaderEpoch != 3 || a.LastOffset != 1 {
+		t.Fatalf("append in the epoch led: %+v, %v", a, err)
+	}
+}
+
 // A wait parked when the replica stops leading fails at once, and so does
 // one that begins while it follows.
 func TestWaitParkedAcrossLeadershipChangeFails(t *testing.T) {

@@ -214,6 +214,19 @@ type Appended struct {
 // leader epoch. It does not wait for durability; see WaitCommitted and
 // WaitLocal, which take the returned LeaderEpoch.
 func (p *Partition) AppendAsLeader(batches []byte) (Appended, error) {
+	return p.appendAsLeader(-1, batches)
+}
+
+// AppendInEpoch is AppendAsLeader for a writer bound to one leader epoch
+// (a group coordinator shard): it appends only while the replica leads in
+// epoch, and otherwise writes nothing and fails with ErrNotLeader.
+func (p *Partition) AppendInEpoch(epoch int32, batches []byte) (Appended, error) {
+	return p.appendAsLeader(epoch, batches)
+}
+
+// appendAsLeader appends in the current leader epoch, which must be want
+// unless want is -1.
+func (p *Partition) appendAsLeader(want int32, batches []byte) (Appended, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -224,6 +237,10 @@ func (p *Partition) AppendAsLeader(batches []byte) (Appended, error) {
 		return Appended{}, ErrNotLeader
 	}
 	epoch := p.leaderEpoch.Load()
+	if want >= 0 && epoch != want {
+		p.mu.Unlock()
+		return Appended{}, fmt.Errorf("%w: leading in epoch %d, not %d", ErrNotLeader, epoch, want)
+	}
 	// The append happens under mu so that a role change cannot interleave
 	// with it: a batch is stamped with the epoch the replica is leader in.
 	info, err := p.log.Append(batches, epoch)
