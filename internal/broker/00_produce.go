@@ -145,6 +145,7 @@ func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16) 
 		MaxTimestampDiffBefore: st.timestampBeforeMs,
 		MaxTimestampDiffAfter:  st.timestampAfterMs,
 		Compacted:              st.compact,
+		Memory:                 b.server.Budget(),
 	})
 	if err != nil {
 		return replica.Appended{}, err

@@ -7,6 +7,14 @@ package broker
 // offset is the high watermark). Limits follow KIP-74: MaxBytes for the
 // response, PartitionMaxBytes per partition, except that the first batch of
 // the first partition with data is returned even if it exceeds them.
+// Whatever the request asks, a consumer's fetch returns at most
+// fetch.max.bytes and a follower's at most replica.fetch.response.max.bytes
+// (Kafka clamps both the same way), no partition more than that, and the
+// record bytes are reserved from the protocol server's memory budget
+// (queued.max.request.bytes) before they are read: under memory pressure a
+// fetch returns less, down to nothing when the connection has responses
+// still unread (the client fetches again), but a connection holding nothing
+// else always gets at least its first batch.
 //
 // Long polling: when fewer than MinBytes are available and no partition has
 // an error, the request waits (parked on the partitions' waiters, no thread
@@ -52,7 +60,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		}
 		return reply(resp)
 	}
-	resp, n, done, parts := b.fetchOnce(r)
+	resp, n, done, parts := b.fetchOnce(req, r)
 	if done || n >= int(r.MinBytes) || r.MaxWaitMillis <= 0 || len(parts) == 0 {
 		return reply(resp)
 	}
@@ -76,12 +84,12 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 			case <-ctx.Done():
 				return resp
 			case <-timer.C:
-				resp, _, _, _ = b.fetchOnce(r)
+				resp, _, _, _ = b.fetchOnce(req, r)
 				return resp
 			case <-w.C:
 				var n int
 				var done bool
-				if resp, n, done, _ = b.fetchOnce(r); done || n >= int(r.MinBytes) {
+				if resp, n, done, _ = b.fetchOnce(req, r); done || n >= int(r.MinBytes) {
 					return resp
 				}
 			}
@@ -96,13 +104,16 @@ func (b *Broker) ParkedFetches() int64 { return b.parkedFetches.Load() }
 // fetchOnce reads every requested partition once. It returns the response,
 // the record bytes in it, whether it must be sent now (a partition has an
 // error), and the partitions read (to wait on).
-func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool, []*localPartition) {
+func (b *Broker) fetchOnce(req *protocol.Request, r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool, []*localPartition) {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	total := 0
-	maxBytes := int(r.MaxBytes)
-	if r.Version < 3 || maxBytes <= 0 {
-		maxBytes = 1 << 30
-	}
+	maxBytes := b.fetchMaxBytes(r)
+	// Each partition's bytes are reserved from the memory budget before
+	// they are read, then charged exactly (the first batch even beyond
+	// its reservation). A previous response to this request (a long
+	// poll's) is being replaced.
+	req.SetResponseBytes(0)
+	refused := false
 	hasError := false
 	var parts []*localPartition
 	s := b.cache.Snapshot()
@@ -169,7 +180,11 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 					rp.LastStableOffset = rp.HighWatermark
 				}
 				limit := min(int(p.PartitionMaxBytes), maxBytes-total)
-				if limit > 0 || total == 0 {
+				if limit > 0 {
+					limit = req.ReserveResponse(limit)
+					refused = refused || limit == 0
+				}
+				if limit > 0 || total == 0 && !refused {
 					read := lp.Read
 					if r.ReplicaID >= 0 {
 						read = func(offset int64, maxBytes int, _ bool) ([]byte, error) { return lp.ReadForFollower(offset, maxBytes) }
@@ -184,6 +199,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 						rp.RecordBatches = data
 						total += len(data)
 					}
+					req.SetResponseBytes(total)
 				}
 			}
 			if code != 0 {
@@ -194,6 +210,23 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total, hasError, parts
+}
+
+// fetchMaxBytes returns the most record bytes a fetch may return: its
+// MaxBytes (absent before v3), capped at fetch.max.bytes for a consumer
+// and replica.fetch.response.max.bytes for a follower.
+func (b *Broker) fetchMaxBytes(r *kmsg.FetchRequest) int {
+	limit := int(b.cfg.FetchMaxBytes)
+	if r.ReplicaID >= 0 {
+		limit = int(b.cfg.ReplicaFetchResponseMaxBytes)
+	}
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	if r.Version >= 3 && r.MaxBytes > 0 {
+		limit = min(limit, int(r.MaxBytes))
+	}
+	return limit
 }
 
 // containsZstd reports whether any batch in data is zstd-compressed.

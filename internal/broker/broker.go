@@ -239,13 +239,7 @@ func (b *Broker) start(ctx context.Context) error {
 		}
 	}()
 
-	b.server = protocol.NewServer(protocol.Config{
-		MaxRequestBytes: b.cfg.SocketRequestMaxBytes,
-		Versions:        apiVersionRange,
-		IdleTimeout:     b.cfg.ConnectionsMaxIdle,
-		MaxConnections:  b.cfg.MaxConnections,
-		Logger:          b.logger,
-	}, b)
+	b.server = protocol.NewServer(b.cfg.protocolConfig(b.logger), b)
 	for _, ln := range b.listeners {
 		ln := ln
 		b.wg.Add(1)

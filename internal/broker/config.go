@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/samsa-io/samsa/internal/group"
+	"github.com/samsa-io/samsa/internal/protocol"
 )
 
 // Config is one broker's configuration. Settings carry Kafka's names (in
@@ -62,8 +63,32 @@ type Config struct {
 	SocketRequestMaxBytes int32
 	// ConnectionsMaxIdle is connections.max.idle.ms.
 	ConnectionsMaxIdle time.Duration
-	// MaxConnections is max.connections (0 = unlimited).
+	// MaxConnections is max.connections (0 or math.MaxInt32, Kafka's
+	// default, = unlimited).
 	MaxConnections int
+
+	// The memory budget of the request path (issue 16; docs/config.md).
+	//
+	// FetchMaxBytes is fetch.max.bytes: a consumer's fetch returns at most
+	// this many record bytes, whatever its MaxBytes, and no partition more
+	// (but for the first batch, KIP-74). ReplicaFetchResponseMaxBytes is
+	// replica.fetch.response.max.bytes, the same for a follower's fetch.
+	FetchMaxBytes                int32
+	ReplicaFetchResponseMaxBytes int32
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the server-wide
+	// budget of request frames, fetch responses and produce decompression
+	// in memory (-1 = unlimited).
+	QueuedMaxRequestBytes int64
+	// QueuedMaxConnectionBytes is queued.max.connection.bytes: a
+	// connection's requests stop being read while its unanswered requests
+	// and their responses hold this many bytes (-1 = unlimited).
+	QueuedMaxConnectionBytes int64
+	// MaxConnectionsPerIP is max.connections.per.ip (math.MaxInt32 =
+	// unlimited; 0 = none but the overrides) and
+	// MaxConnectionsPerIPOverrides max.connections.per.ip.overrides, by IP
+	// address (host names are resolved when set).
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides map[string]int
 
 	// TopicDefaults holds the broker-level defaults of topic configs
 	// (message.max.bytes, log.retention.ms, log.segment.bytes, ...), keyed by
@@ -127,6 +152,12 @@ func DefaultConfig() Config {
 		DefaultReplicationFactor:        1,
 		SocketRequestMaxBytes:           104857600,
 		ConnectionsMaxIdle:              10 * time.Minute,
+		MaxConnections:                  math.MaxInt32,
+		FetchMaxBytes:                   57671680,
+		ReplicaFetchResponseMaxBytes:    10485760,
+		QueuedMaxRequestBytes:           128 << 20,
+		QueuedMaxConnectionBytes:        16 << 20,
+		MaxConnectionsPerIP:             math.MaxInt32,
 		TopicDefaults:                   map[string]string{},
 		RetentionCheckInterval:          5 * time.Minute,
 		CleanerBackoff:                  15 * time.Second,
@@ -253,6 +284,38 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want a non-negative integer"))
 		}
 		c.MaxConnections = int(n)
+	case "fetch.max.bytes", "replica.fetch.response.max.bytes":
+		n, err := parseInt(32)
+		if err != nil || n < 1024 {
+			return bad(fmt.Errorf("want an integer of at least 1024"))
+		}
+		if key == "fetch.max.bytes" {
+			c.FetchMaxBytes = int32(n)
+		} else {
+			c.ReplicaFetchResponseMaxBytes = int32(n)
+		}
+	case "queued.max.request.bytes", "queued.max.connection.bytes":
+		n, err := parseInt(64)
+		if err != nil || n != -1 && n < 1<<20 {
+			return bad(fmt.Errorf("want -1 (unlimited) or at least 1048576"))
+		}
+		if key == "queued.max.request.bytes" {
+			c.QueuedMaxRequestBytes = n
+		} else {
+			c.QueuedMaxConnectionBytes = n
+		}
+	case "max.connections.per.ip":
+		n, err := parseInt(32)
+		if err != nil || n < 0 {
+			return bad(fmt.Errorf("want a non-negative integer"))
+		}
+		c.MaxConnectionsPerIP = int(n)
+	case "max.connections.per.ip.overrides":
+		m, err := parseConnectionOverrides(value)
+		if err != nil {
+			return bad(err)
+		}
+		c.MaxConnectionsPerIPOverrides = m
 	case "auto.leader.rebalance.enable":
 		b, err := strconv.ParseBool(value)
 		if err != nil {
@@ -429,6 +492,36 @@ func (c *Config) LoadPropertiesFile(path string) error {
 	return c.LoadProperties(f)
 }
 
+// parseConnectionOverrides parses max.connections.per.ip.overrides:
+// "host:count,..." where host is an IP address or a name, resolved now to
+// all its addresses, as Kafka resolves it when the setting is read.
+func parseConnectionOverrides(value string) (map[string]int, error) {
+	m := map[string]int{}
+	for _, e := range splitList(value) {
+		i := strings.LastIndex(e, ":")
+		if i <= 0 {
+			return nil, fmt.Errorf("%q: want host:count", e)
+		}
+		host := strings.Trim(e[:i], "[]")
+		n, err := strconv.Atoi(strings.TrimSpace(e[i+1:]))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want a non-negative count", e)
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			m[ip.String()] = n
+			continue
+		}
+		ips, err := net.LookupIP(host)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", e, err)
+		}
+		for _, ip := range ips {
+			m[ip.String()] = n
+		}
+	}
+	return m, nil
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -467,6 +560,9 @@ func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("%w: log.dirs is empty", ErrConfig)
 	}
+	if c.MaxConnectionsPerIP == 0 && len(c.MaxConnectionsPerIPOverrides) == 0 {
+		return fmt.Errorf("%w: max.connections.per.ip can be 0 only with max.connections.per.ip.overrides", ErrConfig)
+	}
 	for k, v := range c.TopicDefaults {
 		if err := validateTopicConfig(k, v); err != nil {
 			return fmt.Errorf("%w: default for %s: %v", ErrConfig, k, err)
@@ -477,3 +573,30 @@ func (c *Config) validate() error {
 
 func (c *Config) logDir() string  { return filepath.Join(c.DataDir, "logs") }
 func (c *Config) etcdDir() string { return filepath.Join(c.DataDir, "etcd") }
+
+// protocolConfig returns the protocol server's settings. Kafka's
+// "unlimited" (Int.MaxValue, -1) become the server's: 0 for the
+// connection limits, negative for the memory budgets.
+func (c *Config) protocolConfig(logger *slog.Logger) protocol.Config {
+	unlimited := func(n int) int {
+		if n >= math.MaxInt32 || n < 0 {
+			return 0
+		}
+		return n
+	}
+	perIP := unlimited(c.MaxConnectionsPerIP)
+	if c.MaxConnectionsPerIP == 0 {
+		perIP = -1 // none but the overrides
+	}
+	return protocol.Config{
+		MaxRequestBytes:              c.SocketRequestMaxBytes,
+		Versions:                     apiVersionRange,
+		IdleTimeout:                  c.ConnectionsMaxIdle,
+		MaxConnections:               unlimited(c.MaxConnections),
+		MaxConnectionsPerIP:          perIP,
+		MaxConnectionsPerIPOverrides: c.MaxConnectionsPerIPOverrides,
+		QueuedMaxBytes:               c.QueuedMaxRequestBytes,
+		MaxQueuedBytesPerConnection:  c.QueuedMaxConnectionBytes,
+		Logger:                       logger,
+	}
+}
