@@ -210,7 +210,7 @@ func (b *Broker) start(ctx context.Context) error {
 
 	bg, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(5)
+	b.wg.Add(6)
 	go func() { defer b.wg.Done(); b.runGroupTicks(bg) }()
 	if b.recovering.Load() {
 		b.wg.Add(1)
@@ -219,6 +219,7 @@ func (b *Broker) start(ctx context.Context) error {
 	go func() { defer b.wg.Done(); b.isr.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.runHousekeeping(bg) }()
+	go func() { defer b.wg.Done(); b.partitions.runCleaner(bg) }()
 	b.controller = controller.New(controller.Config{
 		Client:  b.client,
 		Cache:   b.cache,

@@ -36,7 +36,7 @@ type localPartition struct {
 	// partition manager when the topic's configs change.
 	settings atomic.Pointer[topicSettings]
 	// compactedSegments and compactedAt record the last compaction (a
-	// compacted topic's); only the housekeeping goroutine uses them.
+	// compacted topic's); only the cleaner goroutine uses them.
 	compactedSegments int
 	compactedAt       time.Time
 }
@@ -357,8 +357,9 @@ func (m *partitionManager) all() []*localPartition {
 const housekeepingTick = 100 * time.Millisecond
 
 // runHousekeeping shrinks ISRs, checkpoints high watermarks, flushes logs
-// with an unflushed tail that is due, stops the broker on a failed log,
-// compacts and enforces retention.
+// with an unflushed tail that is due, stops the broker on a failed log and
+// enforces retention. Compaction, which can take long, runs on its own
+// goroutine (runCleaner), so it never delays an ISR shrink or a flush.
 func (m *partitionManager) runHousekeeping(ctx context.Context) {
 	tick := time.NewTicker(housekeepingTick)
 	defer tick.Stop()
@@ -377,35 +378,59 @@ func (m *partitionManager) runHousekeeping(ctx context.Context) {
 				lastCheckpoint = now
 			}
 			for _, lp := range m.all() {
-				if lp.MaybeShrinkISR(now) {
-					m.b.isr.propose(lp)
+				m.housekeep(lp, now, checkpoint, retention)
+			}
+		}
+	}
+}
+
+// housekeep is one housekeeping round of one replica.
+func (m *partitionManager) housekeep(lp *localPartition, now time.Time, checkpoint, retention bool) {
+	if lp.MaybeShrinkISR(now) {
+		m.b.isr.propose(lp)
+	}
+	if checkpoint {
+		if err := lp.CheckpointHighWatermark(); err != nil && !errors.Is(err, replica.ErrClosed) {
+			m.b.logger.Warn("high watermark checkpoint failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
+		}
+	}
+	// In page-cache mode when flush.messages or flush.ms say so; in fsync
+	// mode whenever a tail is unflushed (left by a produce whose
+	// connection closed before its flush, or appended just before the
+	// replica stopped leading), which would otherwise pin the high
+	// watermark below it and keep a new leader from serving consumers.
+	if lp.Log().NeedsFlush() {
+		if err := lp.Flush(); err != nil && !errors.Is(err, klog.ErrClosed) {
+			m.b.logger.Error("flush failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
+		}
+	}
+	if err := lp.Log().Err(); err != nil {
+		m.b.logFailed(lp, err)
+	}
+	if retention {
+		if n, err := lp.Log().EnforceRetention(); err != nil && !errors.Is(err, klog.ErrClosed) {
+			m.b.logger.Error("retention failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
+		} else if n > 0 {
+			m.b.logger.Info("retention deleted segments", "topic", lp.Topic, "partition", lp.Index, "segments", n)
+		}
+	}
+}
+
+// runCleaner compacts the replicas of compacted topics (maybeCompact), as
+// Kafka's log cleaner thread does, beside the housekeeping goroutine.
+func (m *partitionManager) runCleaner(ctx context.Context) {
+	tick := time.NewTicker(housekeepingTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			for _, lp := range m.all() {
+				if ctx.Err() != nil {
+					return
 				}
-				if checkpoint {
-					if err := lp.CheckpointHighWatermark(); err != nil && !errors.Is(err, replica.ErrClosed) {
-						m.b.logger.Warn("high watermark checkpoint failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
-					}
-				}
-				// In page-cache mode when flush.messages or flush.ms say
-				// so; in fsync mode whenever a tail is unflushed (left by
-				// a produce whose connection closed before its flush, or
-				// appended just before the replica stopped leading), which
-				// would otherwise pin the high watermark below it.
-				if lp.Log().NeedsFlush() {
-					if err := lp.Flush(); err != nil && !errors.Is(err, klog.ErrClosed) {
-						m.b.logger.Error("flush failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
-					}
-				}
-				if err := lp.Log().Err(); err != nil {
-					m.b.logFailed(lp, err)
-				}
-				m.maybeCompact(lp, now)
-				if retention {
-					if n, err := lp.Log().EnforceRetention(); err != nil && !errors.Is(err, klog.ErrClosed) {
-						m.b.logger.Error("retention failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
-					} else if n > 0 {
-						m.b.logger.Info("retention deleted segments", "topic", lp.Topic, "partition", lp.Index, "segments", n)
-					}
-				}
+				m.maybeCompact(lp, time.Now())
 			}
 		}
 	}
