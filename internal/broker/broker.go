@@ -30,6 +30,12 @@ type Broker struct {
 	// client talks to etcd; cache mirrors the cluster metadata.
 	client *coord.Client
 	cache  *coord.Cache
+	// liveness is the etcd client of the registration (session) and the
+	// controller alone: a connection of its own, so that nothing the
+	// request path sends to etcd (topic creations, ISR changes, producer
+	// ids) queues ahead of their keepalives and writes (issue 16;
+	// internal/coord, "Liveness").
+	liveness *coord.Client
 	// session is the broker's registration lease.
 	session *coord.Session
 
@@ -173,6 +179,9 @@ func (b *Broker) start(ctx context.Context) error {
 		return fmt.Errorf("broker: connect to etcd: %w", err)
 	}
 	b.client = client
+	if b.liveness, err = coord.Connect(ctx, endpoints, b.cfg.ClusterName, coord.WithLogger(b.logger)); err != nil {
+		return fmt.Errorf("broker: connect to etcd: %w", err)
+	}
 	if b.clusterID, err = client.ClusterID(ctx); err != nil {
 		return fmt.Errorf("broker: cluster id: %w", err)
 	}
@@ -221,7 +230,7 @@ func (b *Broker) start(ctx context.Context) error {
 	go func() { defer b.wg.Done(); b.partitions.runHousekeeping(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.runCleaner(bg) }()
 	b.controller = controller.New(controller.Config{
-		Client:  b.client,
+		Client:  b.liveness,
 		Cache:   b.cache,
 		Session: b.session,
 		Unclean: func(t meta.Topic) bool {
@@ -272,7 +281,7 @@ const registerRetryWindow = 5 * time.Second
 func (b *Broker) register(ctx context.Context) (*coord.Session, error) {
 	deadline := time.Now().Add(b.cfg.SessionTimeout + registerRetryWindow)
 	for logged := false; ; logged = true {
-		s, err := b.client.RegisterBroker(ctx, b.advertised, b.cfg.SessionTimeout,
+		s, err := b.liveness.RegisterBroker(ctx, b.advertised, b.cfg.SessionTimeout,
 			coord.ReplacingLease(previousLease(b.cfg.DataDir)))
 		if err == nil {
 			if err := recordLease(b.cfg.DataDir, s.LeaseID()); err != nil {
@@ -372,6 +381,9 @@ func (b *Broker) Close() error {
 		}
 		if b.client != nil {
 			errs = append(errs, b.client.Close())
+		}
+		if b.liveness != nil {
+			errs = append(errs, b.liveness.Close())
 		}
 		if b.etcd != nil {
 			errs = append(errs, b.etcd.Close())

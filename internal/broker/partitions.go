@@ -461,7 +461,13 @@ func (m *partitionManager) maybeCompact(lp *localPartition, now time.Time) {
 		return
 	}
 	stats, err := l.Compact(klog.CompactOptions{UpperBound: lp.HighWatermark(), DeleteRetentionMs: st.deleteRetentionMs, Decompress: records.DecompressRecords})
-	lp.compactedSegments, lp.compactedAt = l.NumSegments(), now
+	lp.compactedAt = now
+	if !stats.Interrupted {
+		// An interrupted run (a truncation cut into its range) is tried
+		// again after log.cleaner.backoff.ms, not only once a segment
+		// rolls.
+		lp.compactedSegments = l.NumSegments()
+	}
 	switch {
 	case err != nil && !errors.Is(err, klog.ErrClosed):
 		m.b.logger.Error("compaction failed", "topic", lp.Topic, "partition", lp.Index, "err", err)

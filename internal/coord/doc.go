@@ -139,6 +139,39 @@
 // Client.Close stops and waits for all of them before closing the
 // connection.
 //
+// # Liveness
+//
+// A broker's registration must not depend on how busy its request path is
+// (issue 16: a client that pipelined fetches without reading them grew a
+// broker's memory by gigabytes until it missed its keepalives, lost its
+// registration and shut down). What keeps it registered:
+//
+//   - The Session's keepalive goroutine, which does nothing but renew the
+//     lease with one bounded KeepAliveOnce at a time (see keepAliveInterval
+//     for why not etcd's stream). It takes no lock that request handling
+//     holds; Session.mu is a leaf, never held across an etcd call.
+//   - Its own etcd connection: the broker opens two Clients, one for the
+//     request path (the metadata cache's watch, topic creations and
+//     changes, ISR updates, producer-id blocks) and one for its
+//     registration and the controller (RegisterBroker, the session's
+//     keepalives, Campaign, the controller's fenced writes). gRPC
+//     multiplexes calls over one HTTP/2 connection per Client, with flow
+//     control per connection, so a burst of request-path calls with large
+//     payloads could otherwise queue ahead of a renewal.
+//   - The controller (internal/controller) runs on a goroutine of its own,
+//     reading the Cache (whose lock is a leaf) and writing through the
+//     second Client.
+//
+// Nothing on those paths waits on a Kafka client: no lock, queue or
+// channel of internal/protocol or of the request handlers. What they do
+// share with the request path is the process: with an embedded etcd member,
+// etcd's server runs in the broker's process too, so the broker's memory
+// and CPU matter. Memory is bounded by the protocol server's budget
+// (queued.max.request.bytes, docs/config.md); CPU is shared by Go's
+// scheduler. Not bounded: the etcd load that admin requests cause (a client
+// creating and deleting topics in a loop); Kafka bounds that with
+// controller mutation quotas (KIP-599), which samsa does not have.
+//
 // # Embedded etcd
 //
 // StartEmbedded runs an etcd member in-process (for `samsa server` without
