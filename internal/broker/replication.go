@@ -212,6 +212,16 @@ func (f *fetcher) request(parts map[topicPartition]*localPartition) (*kmsg.Fetch
 	sent := make(map[topicPartition]int32, len(parts))
 	byTopic := map[string]int{}
 	for tp, lp := range parts {
+		pos, err := lp.FetchPosition()
+		if err != nil {
+			if !errors.Is(err, replica.ErrRoleChanged) && !errors.Is(err, replica.ErrClosed) {
+				// Its log failed or cannot be flushed: report no
+				// position the leader would count as durable (the
+				// broker stops on a failed log; Broker.logFailed).
+				f.b.logger.Error("replica's log cannot be flushed; not fetching", "topic", tp.topic, "partition", tp.partition, "err", err)
+			}
+			continue
+		}
 		i, ok := byTopic[tp.topic]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
@@ -220,19 +230,11 @@ func (f *fetcher) request(parts map[topicPartition]*localPartition) (*kmsg.Fetch
 			i = len(req.Topics) - 1
 			byTopic[tp.topic] = i
 		}
-		offset, lastEpoch, err := lp.FetchPosition()
-		if err != nil {
-			// Its log could not be flushed: report no position the
-			// leader would count as durable (the broker stops on a
-			// failed log; see watchLogFailures).
-			f.b.logger.Error("replica's log cannot be flushed; not fetching", "topic", tp.topic, "partition", tp.partition, "err", err)
-			continue
-		}
 		p := kmsg.NewFetchRequestTopicPartition()
 		p.Partition = tp.partition
-		p.FetchOffset = offset
-		p.LastFetchedEpoch = lastEpoch
-		p.CurrentLeaderEpoch = lp.LeaderEpoch()
+		p.FetchOffset = pos.Offset
+		p.LastFetchedEpoch = pos.LastFetchedEpoch
+		p.CurrentLeaderEpoch = pos.LeaderEpoch
 		p.LogStartOffset = lp.Log().StartOffset()
 		p.PartitionMaxBytes = f.b.cfg.ReplicaFetchMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
@@ -247,10 +249,11 @@ func (f *fetcher) handle(lp *localPartition, epoch int32, rp *kmsg.FetchResponse
 	switch rp.ErrorCode {
 	case 0:
 	case kerr.OffsetOutOfRange.Code:
-		offset, _, err := lp.FetchPosition()
+		pos, err := lp.FetchPosition()
 		if err != nil {
 			return err
 		}
+		offset := pos.Offset
 		if offset < rp.LogStartOffset {
 			// Behind the leader's log start: start over from there.
 			return lp.TruncateFullyAndStartAt(epoch, rp.LogStartOffset)
@@ -358,23 +361,29 @@ func writeOutcomeKnown(err error) bool {
 
 // store writes lp's pending ISR change, if any, over the stored partition
 // state it was built on (Kafka's AlterPartition rule: a change applies only
-// to the partition epoch it was made from). It returns that partition epoch.
+// to the partition epoch it was made from). A change that may be stored
+// already (an earlier write's outcome was unknown) is settled instead
+// (settle). It returns the partition epoch the change was built on.
 func (u *isrUpdater) store(ctx context.Context, lp *localPartition) (base int32, err error) {
-	isr, epoch, base := lp.ProposedISR()
-	if isr == nil {
-		return base, nil
+	prop, ok := lp.ProposedISR()
+	if !ok {
+		return 0, nil
 	}
+	base = prop.PartitionEpoch
 	s := u.b.cache.Snapshot()
 	vp, ok := s.Partition(lp.Topic, lp.Index)
 	if vt, known := s.Topics[lp.Topic]; !ok || !known || vt.Topic.ID != lp.topicID ||
-		vp.Leader != u.b.cfg.NodeID || vp.LeaderEpoch != epoch {
+		vp.Leader != u.b.cfg.NodeID || vp.LeaderEpoch != prop.LeaderEpoch {
 		return base, replica.ErrNotLeader
 	}
 	if vp.PartitionEpoch != base {
 		return base, fmt.Errorf("%w: built on %d, stored %d", errStaleProposal, base, vp.PartitionEpoch)
 	}
+	if prop.OutcomeUnknown {
+		return base, u.settle(ctx, lp, vp)
+	}
 	conds := []coord.Condition{u.b.session.Condition()}
-	for _, r := range isr {
+	for _, r := range prop.ISR {
 		if r == u.b.cfg.NodeID || slices.Contains(vp.ISR, r) {
 			continue
 		}
@@ -388,15 +397,36 @@ func (u *isrUpdater) store(ctx context.Context, lp *localPartition) (base int32,
 		conds = append(conds, coord.BrokerRegistered(r, vb.CreateRevision))
 	}
 	next := vp.PartitionState.Clone()
-	next.ISR = isr
+	next.ISR = prop.ISR
 	next.PartitionEpoch++
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := u.b.client.CASPartitionState(wctx, next, vp.ModRevision, conds...); err != nil {
 		return base, err
 	}
-	u.b.logger.Info("ISR changed", "topic", lp.Topic, "partition", lp.Index, "epoch", epoch, "from", vp.ISR, "to", isr)
+	u.b.logger.Info("ISR changed", "topic", lp.Topic, "partition", lp.Index, "epoch", prop.LeaderEpoch, "from", vp.ISR, "to", prop.ISR)
 	return base, nil
+}
+
+// settle ends an ISR change whose write had an unknown outcome without
+// writing it again (its checks, a joiner's eligibility among them, may no
+// longer hold): it stores the state the change was built on, unchanged,
+// under the next partition epoch, compare-and-swapped on that state's
+// revision. If the change landed, this fails as a conflict and the stored
+// change reaches the leader; if not, this lands and the leader drops the
+// change, its next fetch or shrink check proposing afresh. Either way a
+// newer partition epoch ends the pending change, which the high watermark
+// counted meanwhile.
+func (u *isrUpdater) settle(ctx context.Context, lp *localPartition, vp coord.VersionedPartition) error {
+	next := vp.PartitionState.Clone()
+	next.PartitionEpoch++
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := u.b.client.CASPartitionState(wctx, next, vp.ModRevision, u.b.session.Condition()); err != nil {
+		return err
+	}
+	u.b.logger.Info("ISR change of unknown outcome settled: not stored", "topic", lp.Topic, "partition", lp.Index, "isr", vp.ISR)
+	return nil
 }
 
 // errJoinerNotEligible: an ISR expansion names a broker that may not join

@@ -45,19 +45,47 @@ func (p *Partition) Leader() int32 {
 	return p.leader
 }
 
-// FetchPosition is what a follower sends the leader: the offset to fetch
-// from and the epoch of its last batch, for divergence checks. The leader
-// counts the offset as durably replicated, so when the topic acknowledges
-// only fsync'd data the log is flushed first (its tail may be unflushed:
-// appended as leader just before the replica became follower, or left by a
-// failed flush); a flush that fails returns its error and no position.
-func (p *Partition) FetchPosition() (offset int64, lastFetchedEpoch int32, err error) {
+// FetchPos is what a follower sends its leader for one partition.
+type FetchPos struct {
+	// LeaderEpoch is the epoch the replica follows in: the fetch's
+	// CurrentLeaderEpoch, and the epoch whose follower operations may
+	// apply the answer.
+	LeaderEpoch int32
+	// Offset is the offset to fetch from (the LEO, durable), and
+	// LastFetchedEpoch the epoch of the last batch, for divergence checks.
+	Offset           int64
+	LastFetchedEpoch int32
+}
+
+// FetchPosition returns where a follower fetches from, in which epoch. The
+// position and the epoch are read together, with no role change between
+// them, so an answer is never applied to a log that moved on in another
+// epoch. The leader counts the offset as durably replicated, so when the
+// topic acknowledges only fsync'd data the log is flushed first (its tail
+// may be unflushed: appended as leader just before the replica became
+// follower); a failed log reports no position. It fails with
+// ErrRoleChanged unless the replica follows.
+func (p *Partition) FetchPosition() (FetchPos, error) {
+	p.followMu.Lock()
+	defer p.followMu.Unlock()
+	p.mu.Lock()
+	closed, role, epoch := p.closed, p.role, p.leaderEpoch.Load()
+	p.mu.Unlock()
+	switch {
+	case closed:
+		return FetchPos{}, ErrClosed
+	case role != RoleFollower:
+		return FetchPos{}, fmt.Errorf("%w: %s in epoch %d", ErrRoleChanged, role, epoch)
+	}
+	if err := p.log.Err(); err != nil {
+		return FetchPos{}, err
+	}
 	if p.log.SyncOnAppend() && p.log.FlushedOffset() < p.log.EndOffset() {
 		if err := p.log.Flush(); err != nil {
-			return 0, 0, err
+			return FetchPos{}, err
 		}
 	}
-	return p.log.EndOffset(), p.log.LatestEpoch(), nil
+	return FetchPos{LeaderEpoch: epoch, Offset: p.log.EndOffset(), LastFetchedEpoch: p.log.LatestEpoch()}, nil
 }
 
 // lockFollower takes followMu for a follower operation on what was fetched
@@ -144,10 +172,11 @@ func (p *Partition) TruncateToDivergence(epoch, leaderEpoch int32, leaderEndOffs
 
 // TruncateAfterOutOfRange handles a leader's OFFSET_OUT_OF_RANGE for a fetch
 // from this replica in epoch, at or past the leader's log start offset: the
-// replica is ahead of the leader (after an unclean election) or its last
-// epoch is older than anything the leader still has. It keeps what was
-// committed; if that is its whole log, the log cannot be reconciled with
-// the leader's, and it starts over at the leader's log start.
+// replica is ahead of the leader (after an unclean election) or has no
+// epoch the leader knows. It truncates to its high watermark; if that is
+// its whole log (which the leader's epoch checks allow only for a log
+// without epochs, so nothing of value), it starts over at the leader's log
+// start, which always makes progress.
 func (p *Partition) TruncateAfterOutOfRange(epoch int32, leaderLogStart int64) (int64, error) {
 	if err := p.lockFollower(epoch); err != nil {
 		return 0, err

@@ -137,13 +137,31 @@ func (p *Partition) MaybeShrinkISR(now time.Time) bool {
 	return true
 }
 
-// ProposedISR returns the pending ISR change, the leader epoch it belongs
-// to and the partition epoch it was built on, or a nil ISR. It may be
-// stored only over the partition state of that partition epoch.
-func (p *Partition) ProposedISR() (isr []int32, leaderEpoch, partitionEpoch int32) {
+// ISRProposal is a pending ISR change.
+type ISRProposal struct {
+	ISR []int32
+	// LeaderEpoch is the epoch of the leader that proposed it, and
+	// PartitionEpoch that of the stored state it was built on: it may be
+	// stored only over that state.
+	LeaderEpoch, PartitionEpoch int32
+	// OutcomeUnknown: a write of it had an unknown outcome, so it may be
+	// stored already. It is not written again as it is (its checks, such
+	// as the joiner's eligibility, may no longer hold); the writer settles
+	// it by storing the base state under a new partition epoch, which
+	// fails if the change landed (and the newer state then arrives) and
+	// otherwise ends it.
+	OutcomeUnknown bool
+}
+
+// ProposedISR returns the pending ISR change, if any.
+func (p *Partition) ProposedISR() (ISRProposal, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.pendingISR), p.leaderEpoch.Load(), p.partitionEpoch
+	if p.pendingISR == nil || p.role != RoleLeader {
+		return ISRProposal{}, false
+	}
+	return ISRProposal{ISR: slices.Clone(p.pendingISR), LeaderEpoch: p.leaderEpoch.Load(),
+		PartitionEpoch: p.partitionEpoch, OutcomeUnknown: p.pendingUnknown}, true
 }
 
 // ISRProposalFailed reports that a write of the pending ISR change built on
@@ -151,9 +169,9 @@ func (p *Partition) ProposedISR() (isr []int32, leaderEpoch, partitionEpoch int3
 // timeout, a lost etcd leader). A change whose writes all failed for sure
 // is forgotten, and the next fetch or shrink check proposes again if still
 // needed. One that may be stored is kept, so the high watermark still
-// counts every member it might add, and retry says to write it again: it
-// ends when a stored state with a newer partition epoch reaches
-// BecomeLeader (the write landed, or another one won).
+// counts every member it might add, and retry says to settle it (see
+// ISRProposal.OutcomeUnknown): it ends when a stored state with a newer
+// partition epoch reaches BecomeLeader.
 func (p *Partition) ISRProposalFailed(partitionEpoch int32, outcomeUnknown bool) (retry bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

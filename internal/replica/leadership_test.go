@@ -133,7 +133,7 @@ func TestWaitParkedAcrossLeadershipChangeFails(t *testing.T) {
 	// fetched) and parks on a waiter.
 	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
 		p.mu.Lock()
-		parked := len(p.waiters)
+		parked := len(p.commitWaiters)
 		p.mu.Unlock()
 		if parked == 1 {
 			break
@@ -251,6 +251,44 @@ func TestRoleChangeWaitsForFollowerOperation(t *testing.T) {
 	}
 }
 
+// The position a fetch reports and the epoch its answer is applied in are
+// read together: a position read in one follower epoch is never paired with
+// a later epoch (review finding: the replica led epoch 3 and appended in
+// between, and the epoch-4 leader's answer for the epoch-2 position was
+// applied over those records). A replica that does not follow reports none.
+func TestFetchPositionCarriesItsEpoch(t *testing.T) {
+	p, _ := newPartitionFS(t, 1)
+	if err := p.BecomeFollower(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendFromLeader(2, fetched(0, 5, 2), 5); err != nil {
+		t.Fatal(err)
+	}
+	pos, err := p.FetchPosition()
+	if err != nil || pos != (FetchPos{LeaderEpoch: 2, Offset: 5, LastFetchedEpoch: 2}) {
+		t.Fatalf("position while following in epoch 2: %+v, %v", pos, err)
+	}
+	if err := p.BecomeLeader(3, 1, []int32{1}, single); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.FetchPosition(); !errors.Is(err, ErrRoleChanged) {
+		t.Fatalf("position of a leader: %v, want ErrRoleChanged", err)
+	}
+	if _, err := p.AppendAsLeader(batch(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.BecomeFollower(4, 2); err != nil {
+		t.Fatal(err)
+	}
+	// The epoch-2 position is stale: its answer is refused in epoch 4.
+	if err := p.AppendFromLeader(pos.LeaderEpoch, fetched(5, 3, 4), 8); !errors.Is(err, ErrRoleChanged) {
+		t.Fatalf("answer to the epoch-2 position applied in epoch 4: %v", err)
+	}
+	if pos, err := p.FetchPosition(); err != nil || pos != (FetchPos{LeaderEpoch: 4, Offset: 8, LastFetchedEpoch: 3}) {
+		t.Fatalf("position while following in epoch 4: %+v, %v; want offset 8 after epoch 3", pos, err)
+	}
+}
+
 // Issue 10, hole 4: an ISR change whose write had an unknown outcome may be
 // in etcd, so it stays pending (the high watermark keeps counting the
 // joining member) until a stored state with a newer partition epoch is
@@ -271,12 +309,15 @@ func TestISRProposalKeptUntilOutcomeKnown(t *testing.T) {
 	if expand, err := p.FollowerFetch(2, 10, time.Now(), true); err != nil || !expand {
 		t.Fatalf("caught-up follower: expand %v, %v", expand, err)
 	}
-	isr, leaderEpoch, base := p.ProposedISR()
-	if len(isr) != 2 || leaderEpoch != 1 || base != 5 {
-		t.Fatalf("proposal %v in leader epoch %d on partition epoch %d; want [1 2], 1, 5", isr, leaderEpoch, base)
+	prop, _ := p.ProposedISR()
+	if len(prop.ISR) != 2 || prop.LeaderEpoch != 1 || prop.PartitionEpoch != 5 || prop.OutcomeUnknown {
+		t.Fatalf("proposal %+v; want [1 2] in leader epoch 1 on partition epoch 5", prop)
 	}
 	if retry := p.ISRProposalFailed(5, true); !retry {
 		t.Fatal("a proposal whose write had an unknown outcome is not retried")
+	}
+	if prop, _ := p.ProposedISR(); !prop.OutcomeUnknown {
+		t.Fatalf("proposal after an unknown outcome: %+v, want OutcomeUnknown (to be settled, not written again)", prop)
 	}
 	// A later attempt fails for sure (the stored state moved on: perhaps
 	// the first write landed); broker 2 may be in etcd's ISR.
@@ -297,8 +338,8 @@ func TestISRProposalKeptUntilOutcomeKnown(t *testing.T) {
 	if err := p.BecomeLeader(1, 6, []int32{1, 2}, two); err != nil {
 		t.Fatal(err)
 	}
-	if isr, _, base := p.ProposedISR(); isr != nil || base != 6 {
-		t.Fatalf("after the stored state: proposal %v on %d, want none on 6", isr, base)
+	if prop, ok := p.ProposedISR(); ok {
+		t.Fatalf("after the stored state of partition epoch 6: proposal %+v, want none", prop)
 	}
 	// A state that is not newer is ignored.
 	if err := p.BecomeLeader(1, 6, []int32{1}, two); err != nil {
@@ -315,8 +356,8 @@ func TestISRProposalKeptUntilOutcomeKnown(t *testing.T) {
 	if retry := p.ISRProposalFailed(6, false); retry {
 		t.Fatal("a proposal that surely failed is retried")
 	}
-	if isr, _, _ := p.ProposedISR(); isr != nil {
-		t.Fatalf("proposal after a sure failure: %v, want none", isr)
+	if prop, ok := p.ProposedISR(); ok {
+		t.Fatalf("proposal after a sure failure: %+v, want none", prop)
 	}
 }
 
@@ -338,12 +379,12 @@ func TestFetchPositionOnlyDurable(t *testing.T) {
 	if f := p.Log().FlushedOffset(); f != 0 {
 		t.Fatalf("flushed before the fetch: %d, want 0", f)
 	}
-	off, _, err := p.FetchPosition()
+	pos, err := p.FetchPosition()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := p.Log().FlushedOffset(); off != 5 || f < off {
-		t.Fatalf("fetch position %d with %d flushed: reported more than is durable", off, f)
+	if f := p.Log().FlushedOffset(); pos.Offset != 5 || f < pos.Offset || pos.LeaderEpoch != 2 {
+		t.Fatalf("fetch position %+v with %d flushed: reported more than is durable", pos, f)
 	}
 	if err := p.AppendFromLeader(2, fetched(5, 3, 2), 5); err != nil {
 		t.Fatal(err)
@@ -353,7 +394,46 @@ func TestFetchPositionOnlyDurable(t *testing.T) {
 	if err := p.AppendFromLeader(2, fetched(8, 2, 2), 8); err == nil {
 		t.Fatal("append whose flush failed succeeded")
 	}
-	if off, _, err := p.FetchPosition(); err == nil {
-		t.Fatalf("fetch position %d reported from a log whose flush failed (flushed %d)", off, p.Log().FlushedOffset())
+	if pos, err := p.FetchPosition(); err == nil {
+		t.Fatalf("fetch position %+v reported from a log whose flush failed (flushed %d)", pos, p.Log().FlushedOffset())
+	}
+}
+
+// An append wakes the fetches parked for new data, not the commit waits
+// (acks=all produces, group writes), which only the high watermark, the ISR
+// or the role can satisfy or fail: with thousands of them parked, waking
+// all on every append costs the square of their number.
+func TestAppendWakesOnlyFetches(t *testing.T) {
+	p, _ := newPartitionFS(t, 1)
+	if err := p.BecomeLeader(1, 0, []int32{1, 2}, two); err != nil {
+		t.Fatal(err)
+	}
+	fetch, commit := NewWaiter(), NewWaiter()
+	p.AddWaiter(fetch)
+	p.addWaiter(commit, true)
+	if _, err := p.AppendAsLeader(batch(1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fetch.C:
+	default:
+		t.Fatal("a parked fetch was not woken by an append")
+	}
+	select {
+	case <-commit.C:
+		t.Fatal("a commit wait was woken by an append that moved only the LEO")
+	default:
+	}
+	// Broker 2 fetches everything: the high watermark moves, both wake.
+	if _, err := p.FollowerFetch(2, 1, time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-commit.C:
+	default:
+		t.Fatalf("a commit wait was not woken when the high watermark moved to %d", p.HighWatermark())
 	}
 }

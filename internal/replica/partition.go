@@ -98,9 +98,12 @@ type Partition struct {
 	pendingUnknown bool
 	// epochStartOffset is the LEO when this leader epoch began.
 	epochStartOffset int64
-	// waiters are notified when the high watermark, the LEO or the ISR
-	// moves.
-	waiters map[*Waiter]struct{}
+	// waiters (long-poll fetches) are notified when the high watermark,
+	// the LEO, the ISR or the role changes; commitWaiters (WaitCommitted)
+	// not when only the LEO moves, so an append does not wake every parked
+	// acks=all produce and group write.
+	waiters       map[*Waiter]struct{}
+	commitWaiters map[*Waiter]struct{}
 	// closed is set by Close; the data path then fails with ErrClosed.
 	closed bool
 
@@ -113,7 +116,8 @@ type Partition struct {
 // New wraps an open log. The replica has no role until BecomeLeader or
 // BecomeFollower.
 func New(topic string, index, localID int32, l *klog.Log) *Partition {
-	p := &Partition{Topic: topic, Index: index, localID: localID, log: l, leader: -1, waiters: map[*Waiter]struct{}{}}
+	p := &Partition{Topic: topic, Index: index, localID: localID, log: l, leader: -1,
+		waiters: map[*Waiter]struct{}{}, commitWaiters: map[*Waiter]struct{}{}}
 	p.leaderEpoch.Store(-1)
 	p.highWatermark.Store(min(readHighWatermark(l.Dir()), l.EndOffset()))
 	return p
@@ -204,7 +208,7 @@ func (p *Partition) CheckLeaderEpoch(current int32) error {
 // Appended is the outcome of AppendAsLeader: where the batches went, and
 // the leader epoch the replica was leading in when it appended them (the
 // epoch that stamped them; for a duplicate of an idempotent producer's
-// batch, the epoch in which the original was found in the log).
+// batch, the epoch it leads in now, in whose log the original was found).
 type Appended struct {
 	klog.AppendInfo
 	LeaderEpoch int32
@@ -248,7 +252,7 @@ func (p *Partition) appendAsLeader(want int32, batches []byte) (Appended, error)
 		if !p.log.SyncOnAppend() {
 			p.maybeAdvanceHighWatermarkLocked()
 		}
-		p.notifyLocked() // followers long-polling for the new LEO
+		p.notifyDataLocked() // fetches long-polling for the new LEO
 	}
 	p.mu.Unlock()
 	return Appended{AppendInfo: info, LeaderEpoch: epoch}, err
@@ -270,8 +274,8 @@ func (p *Partition) WaitCommitted(ctx context.Context, epoch int32, end int64) e
 		}
 	}
 	w := NewWaiter()
-	p.AddWaiter(w)
-	defer p.RemoveWaiter(w)
+	p.addWaiter(w, true)
+	defer p.removeWaiter(w, true)
 	for {
 		if done, err := p.committedIn(epoch, end); done || err != nil {
 			return err
@@ -380,24 +384,44 @@ func (w *Waiter) wake() {
 }
 
 // AddWaiter registers w; a closed partition wakes it at once.
-func (p *Partition) AddWaiter(w *Waiter) {
+func (p *Partition) AddWaiter(w *Waiter) { p.addWaiter(w, false) }
+
+// RemoveWaiter unregisters w.
+func (p *Partition) RemoveWaiter(w *Waiter) { p.removeWaiter(w, false) }
+
+func (p *Partition) addWaiter(w *Waiter, commit bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		w.wake()
 		return
 	}
-	p.waiters[w] = struct{}{}
+	if commit {
+		p.commitWaiters[w] = struct{}{}
+	} else {
+		p.waiters[w] = struct{}{}
+	}
 }
 
-// RemoveWaiter unregisters w.
-func (p *Partition) RemoveWaiter(w *Waiter) {
+func (p *Partition) removeWaiter(w *Waiter, commit bool) {
 	p.mu.Lock()
-	delete(p.waiters, w)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	if commit {
+		delete(p.commitWaiters, w)
+	} else {
+		delete(p.waiters, w)
+	}
 }
 
 func (p *Partition) notifyLocked() {
+	p.notifyDataLocked()
+	for w := range p.commitWaiters {
+		w.wake()
+	}
+}
+
+// notifyDataLocked wakes the fetches only (the LEO moved).
+func (p *Partition) notifyDataLocked() {
 	for w := range p.waiters {
 		w.wake()
 	}
@@ -422,7 +446,7 @@ func (p *Partition) Close(remove bool) error {
 	p.closed = true
 	p.role = RoleNone
 	p.notifyLocked()
-	p.waiters = map[*Waiter]struct{}{}
+	p.waiters, p.commitWaiters = map[*Waiter]struct{}{}, map[*Waiter]struct{}{}
 	p.mu.Unlock()
 	// Wait out a checkpoint in progress; later ones see closed.
 	p.checkpointMu.Lock()

@@ -180,7 +180,7 @@ func TestCloseReleasesWaiters(t *testing.T) {
 	// The waiter cannot be satisfied (nothing was appended); Close must end it.
 	for {
 		p.mu.Lock()
-		n := len(p.waiters)
+		n := len(p.commitWaiters)
 		p.mu.Unlock()
 		if n == 1 {
 			break
@@ -217,14 +217,14 @@ func TestFollowerFetchMayJoin(t *testing.T) {
 	if expand, err := p.FollowerFetch(2, 3, time.Now(), false); err != nil || expand {
 		t.Fatalf("caught-up follower that may not join: expand %v, err %v", expand, err)
 	}
-	if isr, _, _ := p.ProposedISR(); isr != nil {
-		t.Fatalf("proposed ISR %v for a follower that may not join", isr)
+	if prop, ok := p.ProposedISR(); ok {
+		t.Fatalf("proposed ISR %v for a follower that may not join", prop.ISR)
 	}
 	if expand, err := p.FollowerFetch(2, 3, time.Now(), true); err != nil || !expand {
 		t.Fatalf("caught-up follower that may join: expand %v, err %v", expand, err)
 	}
-	if isr, _, _ := p.ProposedISR(); len(isr) != 2 {
-		t.Fatalf("proposed ISR %v, want [1 2]", isr)
+	if prop, _ := p.ProposedISR(); len(prop.ISR) != 2 {
+		t.Fatalf("proposed ISR %v, want [1 2]", prop.ISR)
 	}
 }
 
@@ -247,8 +247,8 @@ func TestDivergenceAtLEODropsEmptyEpoch(t *testing.T) {
 	if err := p.BecomeFollower(2, 2); err != nil {
 		t.Fatal(err)
 	}
-	if _, last, _ := p.FetchPosition(); last != 1 {
-		t.Fatalf("last fetched epoch before the divergence: %d, want 1 (the empty epoch)", last)
+	if pos, err := p.FetchPosition(); err != nil || pos.LastFetchedEpoch != 1 {
+		t.Fatalf("last fetched epoch before the divergence: %d (%v), want 1 (the empty epoch)", pos.LastFetchedEpoch, err)
 	}
 	// The new leader's answer for epoch 1: its largest epoch at most 1 is
 	// 0, which ends at 5, this replica's LEO.
@@ -256,8 +256,8 @@ func TestDivergenceAtLEODropsEmptyEpoch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off, last, _ := p.FetchPosition(); leo != 5 || off != 5 || last != 0 {
-		t.Fatalf("after the divergence: LEO %d, fetch position %d in epoch %d; want 5, 5, 0", leo, off, last)
+	if pos, _ := p.FetchPosition(); leo != 5 || pos.Offset != 5 || pos.LastFetchedEpoch != 0 || pos.LeaderEpoch != 2 {
+		t.Fatalf("after the divergence: LEO %d, fetch position %+v; want 5, offset 5, last epoch 0, leader epoch 2", leo, pos)
 	}
 }
 
