@@ -70,12 +70,59 @@ const (
 	// tail of every log (Node.LoseTail, up to 64 KiB each): data its disk
 	// never got. One broker at a time, which is min.insync.replicas-1.
 	FaultLoseTail FaultKind = "lose-unflushed"
+
+	// The faults that move leadership while every broker stays alive
+	// (leadership.go, compacted.go).
+
+	// FaultPreferredElection makes partitions led by non-preferred
+	// replicas (a controlled restart of a random broker, then a wait for
+	// full ISRs) and runs a preferred-leader election (ElectLeaders,
+	// PREFERRED) for every partition of the workload topic, the compacted
+	// topic and __consumer_offsets, under load.
+	FaultPreferredElection FaultKind = "preferred-election"
+	// FaultAutoRebalance unbalances leadership the same way and waits for
+	// the controller's automatic rebalance
+	// (leader.imbalance.check.interval.seconds, short in campaigns) to
+	// give every partition back to its preferred replica; not within two
+	// intervals and 15 s is a liveness failure.
+	FaultAutoRebalance FaultKind = "auto-rebalance"
+	// FaultControlledRestart is SIGTERM (a controlled shutdown, which
+	// hands leaderships over) of the leader of a random partition or of
+	// the group coordinator, down for a while, then started again.
+	FaultControlledRestart FaultKind = "controlled-restart"
+	// FaultSlowFollower slows a follower of a random partition: its
+	// process stopped and resumed (SIGSTOP, SIGCONT) every 0.2-0.45 s for
+	// 4.5-8 s; it stays registered and in the ISRs, so acks=all waits are
+	// long.
+	FaultSlowFollower FaultKind = "slow-follower"
+	// FaultCompactedFollower stops a follower of the compacted topic (kill
+	// -9, or frozen past its session timeout) until the leader dropped it
+	// from the ISR and compacted twice, then starts it again: it must
+	// catch up through the compacted log and rejoin the ISR.
+	FaultCompactedFollower FaultKind = "compacted-follower"
 )
 
 // AllFaults is the default fault mix, each kind equally likely.
 var AllFaults = []FaultKind{FaultKillLeader, FaultKillRandom, FaultKillController, FaultKillCoordinator,
 	FaultPause, FaultIsolate, FaultRollingRestart, FaultPartitionHalves, FaultPartitionBridge,
-	FaultIsolateLeaderKafka, FaultIsolateEtcd, FaultFlapping, FaultLoseTail}
+	FaultIsolateLeaderKafka, FaultIsolateEtcd, FaultFlapping, FaultLoseTail,
+	FaultPreferredElection, FaultAutoRebalance, FaultControlledRestart, FaultSlowFollower, FaultCompactedFollower}
+
+// CampaignRebalanceInterval is the campaign cluster's
+// leader.imbalance.check.interval.seconds.
+const CampaignRebalanceInterval = 5 * time.Second
+
+// CampaignOverrides are the campaign cluster's broker settings beyond the
+// harness's: automatic leader rebalancing every CampaignRebalanceInterval
+// at any imbalance, and compaction of a compacted partition at most every
+// second. (auto.leader.rebalance.enable is set although docs/config.md
+// gives true as its default: the broker's DefaultConfig leaves it off.)
+var CampaignOverrides = []string{
+	"auto.leader.rebalance.enable=true",
+	fmt.Sprintf("leader.imbalance.check.interval.seconds=%d", int(CampaignRebalanceInterval/time.Second)),
+	"leader.imbalance.per.broker.percentage=0",
+	"log.cleaner.backoff.ms=1000",
+}
 
 // ParseFaults parses a comma-separated fault mix ("kill-leader,pause");
 // "all" or "" is AllFaults. A kind may repeat, to weigh it.
@@ -450,10 +497,11 @@ func CheckFailedWrites(failed map[string]error, final map[int32]map[int64]string
 // tab-separated: time (since the history's start), who, what, partition,
 // offset, value, outcome. "producer ack" and "producer fail" are the
 // writes' outcomes (a failed write has no offset, -1, and is listed at the
-// start: its time is not recorded), "consumer read" the
+// start: its time is not recorded), "keyed ack" the keyed producer's
+// acknowledgements (compacted topic), "consumer read" the
 // assigned consumer's reads, "member N read|commit|assigned|revoked|lost"
 // the group's.
-func WriteOps(path string, h *History, acked map[string]Ack, failed map[string]error, reads []Read, g GroupHistory) error {
+func WriteOps(path string, h *History, acked map[string]Ack, failed map[string]error, reads []Read, g GroupHistory, keyed map[string]Ack) error {
 	type op struct {
 		at   time.Time
 		line string
@@ -467,6 +515,9 @@ func WriteOps(path string, h *History, acked map[string]Ack, failed map[string]e
 	}
 	for v, err := range failed {
 		add(h.Start, "producer", "fail", -1, -1, v, err.Error())
+	}
+	for v, a := range keyed {
+		add(a.At, "keyed", "ack", a.Partition, a.Offset, v, "ok")
 	}
 	for _, r := range reads {
 		add(r.At, "consumer", "read", r.Partition, r.Offset, r.Value, "ok")
@@ -555,11 +606,20 @@ type Nemesis struct {
 	rnd   *rand.Rand
 	topic string
 	parts int32
-	// Group is the campaign group's name, for FaultKillCoordinator.
-	Group   string
-	faults  []FaultKind
-	Counts  map[FaultKind]int
-	healthy time.Duration
+	// Group is the campaign group's name, for FaultKillCoordinator and
+	// FaultControlledRestart.
+	Group string
+	// Compacted is the campaign's compacted topic (one partition), for
+	// FaultCompactedFollower; "" if none. WaitHealthy waits for its full
+	// ISR too.
+	Compacted string
+	// RebalanceInterval is the cluster's
+	// leader.imbalance.check.interval.seconds (0: no automatic
+	// rebalance), for FaultAutoRebalance.
+	RebalanceInterval time.Duration
+	faults            []FaultKind
+	Counts            map[FaultKind]int
+	healthy           time.Duration
 }
 
 // NewNemesis returns a nemesis drawing faults from kinds with rnd; topic
@@ -761,6 +821,16 @@ func (nm *Nemesis) inject(kind FaultKind) error {
 		}
 		nm.c.HealCuts()
 		nm.h.Add("heal", kind, 0, "cuts removed after %d cuts", toggles)
+	case FaultPreferredElection:
+		return nm.preferredElection()
+	case FaultAutoRebalance:
+		return nm.autoRebalance()
+	case FaultControlledRestart:
+		nm.controlledRestart()
+	case FaultSlowFollower:
+		nm.slowFollower()
+	case FaultCompactedFollower:
+		nm.compactedFollower()
 	case FaultLoseTail:
 		victim := nm.randomBroker()
 		hold := nm.hold()
@@ -821,13 +891,21 @@ func (nm *Nemesis) controller() (int32, error) {
 	return 0, last
 }
 
-// WaitHealthy waits until every broker sees every partition of the topic
-// led and with its full replica set in the ISR, recording the outcome.
+// WaitHealthy waits until every broker sees every partition of the
+// workload topic, of the compacted topic (if any) and of
+// __consumer_offsets (once it exists) led and with its full replica set in
+// the ISR, recording the outcome.
 func (nm *Nemesis) WaitHealthy(timeout time.Duration) error {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	for {
 		err := nm.c.fullISRs(nm.topic)
+		if err == nil && nm.Compacted != "" {
+			err = nm.c.fullISRs(nm.Compacted)
+		}
+		if err == nil && nm.Group != "" {
+			err = nm.c.fullISRs(offsetsTopic)
+		}
 		if err == nil {
 			nm.h.Add("healthy", "", 0, "every ISR full after %v", time.Since(start).Round(time.Millisecond))
 			return nil

@@ -20,13 +20,17 @@ import (
 // pause longer than the session timeout; a broker off the network; a
 // rolling SIGTERM restart; packet-filter partitions: halves, a bridge, the
 // leader cut from its followers on the Kafka port only, a broker cut from
-// etcd only, flapping; a crash that loses log tails), one at a time, each
-// held for a random time and healed, while an idempotent acks=all producer
-// writes unique values to a topic replicated three times
-// (min.insync.replicas=2), a consumer reads along (assigned partitions)
-// and a consumer group of two members reads and commits. Then it heals,
-// waits for full ISRs, reads everything back and checks (Check,
-// CheckHighWatermarks, CheckGroup, Cluster.CheckReplicas):
+// etcd only, flapping; a crash that loses log tails; and leadership moved
+// while the brokers stay alive: a preferred-leader election, an automatic
+// rebalance, a controlled shutdown and restart, a slowed follower, a
+// compacted topic's follower stopped through compactions), one at a time,
+// each held for a random time and healed, while an idempotent acks=all
+// producer writes unique values to a topic replicated three times
+// (min.insync.replicas=2), a consumer reads along (assigned partitions), a
+// consumer group of two members reads and commits, and a keyed producer
+// writes to a compacted topic. Then it heals, waits for full ISRs, reads
+// everything back and checks (Check, CheckHighWatermarks, CheckGroup,
+// Cluster.CheckReplicas, CheckCompacted, Cluster.CheckCompactedReplicas):
 //   - every acknowledged value stored exactly once, at its acknowledged
 //     offset; no two values acknowledged at one offset;
 //   - the consumer's offsets strictly increasing per partition, and
@@ -36,6 +40,10 @@ import (
 //     lost; committed offsets within the log;
 //   - on every replica, leader epochs never decreasing and offsets
 //     contiguous, and the ISR members' logs byte-identical below the high
+//     watermark;
+//   - on the compacted topic, every acknowledged value kept at its offset
+//     unless a later record of its key is kept, none stored twice, and the
+//     ISR members agreeing on every key's latest value below the high
 //     watermark.
 //
 // Each run writes its history (every injection and heal, what the
@@ -103,20 +111,32 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 		topic      = "campaign"
 		group      = "campaign-group"
 		partitions = 4
+		// compacted is a compacted topic (one partition, small
+		// segments) written with keys, for FaultCompactedFollower.
+		compacted = "campaign-compacted"
 	)
 	began := time.Now()
-	c := Start(t, 3)
+	c := Start(t, 3, WithOverrides(CampaignOverrides...))
 	c.CreateTopic(topic, partitions, 3, rf3)
-	t.Logf("3 brokers up, topic %s (%d partitions, RF 3, min.insync.replicas 2) ready in %v", topic, partitions, time.Since(began).Round(time.Millisecond))
+	c.CreateTopic(compacted, 1, 3, CompactedTopicConfig)
+	t.Logf("3 brokers up (%v), topic %s (%d partitions, RF 3, min.insync.replicas 2) and compacted topic %s ready in %v",
+		CampaignOverrides, topic, partitions, compacted, time.Since(began).Round(time.Millisecond))
 
 	h := NewHistory()
 	nm := NewNemesis(c, h, rand.New(rand.NewPCG(seed, seed^0x5a3a5a3a)), topic, partitions, faults)
 	nm.Group = group
+	nm.Compacted = compacted
+	nm.RebalanceInterval = CampaignRebalanceInterval
 	p := c.StartProducer(topic, 4*time.Millisecond)
+	kp := c.StartKeyedProducer(compacted, 10*time.Millisecond, 64)
 	co := c.StartConsumer(topic, partitions)
 	g := c.StartGroup(topic, group, 2)
-	h.Add("note", "", 0, "producer, consumer and group of 2 started")
+	h.Add("note", "", 0, "producer, keyed producer (%s, 64 keys), consumer and group of 2 started", compacted)
 	p.WaitAcked(t, -1, 200, 30*time.Second)
+	kp.WaitAcked(t, -1, 100, 30*time.Second)
+	// The group created __consumer_offsets; the nemesis waits for its
+	// full ISRs too.
+	c.WaitFor(60*time.Second, func() error { return c.fullISRs(offsetsTopic) })
 	h.Add("note", "", 0, "campaign starts (%d acknowledged so far)", p.Acked(-1))
 
 	// A cluster that does not heal (full ISRs) is a liveness failure
@@ -164,6 +184,8 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	}
 	acked, sent, failed := p.Stop(t)
 	h.Add("note", "", 0, "producer stopped: %d sent, %d acknowledged, %d failed", sent, len(acked), failed)
+	kacked, ksent, kfailed := kp.Stop(t)
+	h.Add("note", "", 0, "keyed producer stopped: %d sent, %d acknowledged, %d failed", ksent, len(kacked), kfailed)
 	// Let the consumer and the group catch up with the acknowledged
 	// records (what they miss is reported below).
 	deadline := time.Now().Add(60 * time.Second)
@@ -197,10 +219,21 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	if err := c.CheckReplicas(topic, partitions, 60*time.Second); err != nil {
 		anomalies = append(anomalies, Anomaly{Check: "replicas", Detail: err.Error()})
 	}
-	h.Add("note", "", 0, "final log: %d records; %d anomalies", stored, len(anomalies))
+	kfinal := c.ReadAll(compacted)
+	kstored := 0
+	for _, byOff := range kfinal {
+		kstored += len(byOff)
+	}
+	anomalies = append(anomalies, CheckCompacted(kacked, kfinal)...)
+	kFailedVisible, _ := CheckFailedWrites(kp.Failed(), kfinal, nil)
+	anomalies = append(anomalies, kFailedVisible...)
+	if err := c.CheckCompactedReplicas(compacted, 1, 60*time.Second); err != nil {
+		anomalies = append(anomalies, Anomaly{Check: "compacted-replicas", Detail: err.Error()})
+	}
+	h.Add("note", "", 0, "final log: %d records, compacted topic %d records (%d acknowledged writes); %d anomalies", stored, kstored, len(kacked), len(anomalies))
 
-	summary := fmt.Sprintf("seed %d, %v of faults: %s; producer %d sent, %d acknowledged, %d failed; consumer read %d (%d fetch errors); group: %s; final log %d records; anomalies %d; run took %v",
-		seed, duration, nm.Summary(), sent, len(acked), failed, len(reads), fetchErrs, gh.Summary(), stored, len(anomalies), time.Since(began).Round(time.Second))
+	summary := fmt.Sprintf("seed %d, %v of faults: %s; producer %d sent, %d acknowledged, %d failed; consumer read %d (%d fetch errors); group: %s; final log %d records; keyed producer %d sent, %d acknowledged, %d failed, compacted log %d records; anomalies %d; run took %v",
+		seed, duration, nm.Summary(), sent, len(acked), failed, len(reads), fetchErrs, gh.Summary(), stored, ksent, len(kacked), kfailed, kstored, len(anomalies), time.Since(began).Round(time.Second))
 	for _, n := range c.Nodes {
 		if r := n.Restarts(); r > 0 {
 			summary += fmt.Sprintf("; broker %d restarted by the supervisor %d times", n.ID, r)
@@ -213,7 +246,7 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 		t.Errorf("write the history: %v", err)
 	}
 	opsFile := filepath.Join(outDir, fmt.Sprintf("campaign-%d-ops.tsv", seed))
-	if err := WriteOps(opsFile, h, acked, p.Failed(), reads, gh); err != nil {
+	if err := WriteOps(opsFile, h, acked, p.Failed(), reads, gh, kacked); err != nil {
 		t.Errorf("write the operations: %v", err)
 	}
 	t.Logf("history:\n%s", h)
@@ -311,5 +344,35 @@ func TestCheckHighWatermarks(t *testing.T) {
 	a := CheckHighWatermarks(back)
 	if len(a) != 1 || a[0].Check != "hw-regressed" || !strings.Contains(a[0].Detail, "partition 0 high watermark 7 after 9") {
 		t.Errorf("got %v, want one hw-regressed for partition 0", a)
+	}
+}
+
+// TestCheckCompacted checks the compacted topic's check on a made-up
+// history (no Docker).
+func TestCheckCompacted(t *testing.T) {
+	t0 := time.Now()
+	v := func(k string, n int) string { return keyedValue(k, n) }
+	acked := map[string]Ack{
+		v("a", 0): {0, 0, t0}, // compacted away, a/3 kept: fine
+		v("b", 1): {0, 1, t0}, // kept
+		v("c", 2): {0, 2, t0}, // gone, nothing of c kept: lost
+		v("a", 3): {0, 3, t0}, // kept
+		v("d", 4): {0, 4, t0}, // gone, d's latest kept record is older: lost
+		v("e", 5): {0, 5, t0}, // another value there: lost
+		v("f", 6): {0, 5, t0}, // acknowledged at e's offset: conflict
+	}
+	final := map[int32]map[int64]string{0: {1: v("b", 1), 3: v("a", 3), 5: v("x", 9), 7: v("b", 1), 2: v("d", 99)}}
+	// d/99 at offset 2 is older than d/4's offset 4.
+	got := map[string]int{}
+	for _, a := range CheckCompacted(acked, final) {
+		got[a.Check]++
+	}
+	want := map[string]int{"compacted-lost": 4, "compacted-offset-conflict": 1, "compacted-duplicate": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("anomalies %v, want %v", got, want)
+	}
+	clean := map[string]Ack{v("a", 0): {0, 0, t0}, v("a", 1): {0, 1, t0}}
+	if a := CheckCompacted(clean, map[int32]map[int64]string{0: {1: v("a", 1)}}); len(a) != 0 {
+		t.Errorf("anomalies in a clean history: %v", a)
 	}
 }

@@ -37,11 +37,27 @@ type Producer struct {
 	perP   map[int32]int
 	failed map[string]error
 	sent   int
+	// keys, if positive, makes the producer keyed: record n has key
+	// "kNNN" (n modulo keys) and value keyedValue(key, n).
+	keys int
 }
 
 // StartProducer starts producing to topic, one record every interval with
 // at most 64 in flight, until Stop.
 func (c *Cluster) StartProducer(topic string, interval time.Duration) *Producer {
+	c.t.Helper()
+	return c.startProducer(topic, interval, 0)
+}
+
+// StartKeyedProducer is StartProducer with keys: record n has key "kNNN",
+// n modulo keys, and value keyedValue(key, n) (unique), for a compacted
+// topic.
+func (c *Cluster) StartKeyedProducer(topic string, interval time.Duration, keys int) *Producer {
+	c.t.Helper()
+	return c.startProducer(topic, interval, keys)
+}
+
+func (c *Cluster) startProducer(topic string, interval time.Duration, keys int) *Producer {
 	c.t.Helper()
 	p := &Producer{
 		cl: c.Client(
@@ -51,6 +67,7 @@ func (c *Cluster) StartProducer(topic string, interval time.Duration) *Producer 
 			kgo.MaxBufferedRecords(64),
 			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		),
+		keys:   keys,
 		topic:  topic,
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
@@ -73,13 +90,18 @@ func (p *Producer) run(interval time.Duration) {
 		case <-tick.C:
 		}
 		v := fmt.Sprintf("v-%08d", n)
+		var key []byte
+		if p.keys > 0 {
+			k := fmt.Sprintf("k%03d", n%p.keys)
+			v, key = keyedValue(k, n), []byte(k)
+		}
 		p.mu.Lock()
 		p.sent++
 		p.mu.Unlock()
 		p.inFly.Add(1)
 		// Produce blocks while 64 records are buffered (MaxBufferedRecords),
 		// which paces the loop when the cluster stalls.
-		p.cl.Produce(context.Background(), &kgo.Record{Topic: p.topic, Value: []byte(v)}, func(r *kgo.Record, err error) {
+		p.cl.Produce(context.Background(), &kgo.Record{Topic: p.topic, Key: key, Value: []byte(v)}, func(r *kgo.Record, err error) {
 			defer p.inFly.Done()
 			p.mu.Lock()
 			defer p.mu.Unlock()
