@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/samsa-io/samsa/internal/group"
+	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/protocol"
 )
 
@@ -134,6 +135,11 @@ type Config struct {
 
 	// Logger receives the broker's structured logs.
 	Logger *slog.Logger
+
+	// LogFS is for tests only: the file system the partition logs do
+	// their I/O through (nil: the operating system's), so a test can wrap
+	// it to inject write and fsync errors. No setting names it.
+	LogFS klog.FS
 }
 
 // DefaultConfig returns the configuration of a ready single-node cluster:
