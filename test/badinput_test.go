@@ -294,7 +294,11 @@ func (e *badInputEnv) checkHealthy(t *testing.T) {
 }
 
 func startBadInputEnv(t *testing.T) *badInputEnv {
-	b := StartBroker(t)
+	return newBadInputEnv(t, StartBroker(t))
+}
+
+// newBadInputEnv creates the bad-input topics on b.
+func newBadInputEnv(t *testing.T, b *Broker) *badInputEnv {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	small := "1024"
