@@ -617,9 +617,13 @@ type Nemesis struct {
 	// leader.imbalance.check.interval.seconds (0: no automatic
 	// rebalance), for FaultAutoRebalance.
 	RebalanceInterval time.Duration
-	faults            []FaultKind
-	Counts            map[FaultKind]int
-	healthy           time.Duration
+	// Latency, if set, describes the workload's acknowledgement latencies
+	// between two times (Producer.Latency), for the history of
+	// FaultSlowFollower.
+	Latency func(from, to time.Time) string
+	faults  []FaultKind
+	Counts  map[FaultKind]int
+	healthy time.Duration
 }
 
 // NewNemesis returns a nemesis drawing faults from kinds with rnd; topic

@@ -308,12 +308,20 @@ func (nm *Nemesis) slowFollower() {
 	stopped := time.Duration(100+nm.rnd.IntN(150)) * time.Millisecond
 	running := time.Duration(100+nm.rnd.IntN(100)) * time.Millisecond
 	nm.h.Add("inject", kind, victim.ID, "%s slowed: SIGSTOP for %v, SIGCONT for %v, in turn for %v", detail, stopped, running, hold)
+	start := time.Now()
 	cycles, err := victim.stopCycles(hold, stopped, running)
+	acks := ""
+	if nm.Latency != nil {
+		// The workload's acknowledgements while the follower was slow,
+		// and over as long before.
+		end := time.Now()
+		acks = fmt.Sprintf("; while slowed: %s; before: %s", nm.Latency(start, end), nm.Latency(start.Add(-end.Sub(start)), start))
+	}
 	if err != nil {
-		nm.h.Add("heal", kind, victim.ID, "after %d cycles: %v", cycles, err)
+		nm.h.Add("heal", kind, victim.ID, "after %d cycles: %v%s", cycles, err, acks)
 		return
 	}
-	nm.h.Add("heal", kind, victim.ID, "resumed after %d cycles", cycles)
+	nm.h.Add("heal", kind, victim.ID, "resumed after %d cycles%s", cycles, acks)
 }
 
 // stopCycles stops and resumes the broker's process (SIGSTOP, SIGCONT)

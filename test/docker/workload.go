@@ -37,6 +37,9 @@ type Producer struct {
 	perP   map[int32]int
 	failed map[string]error
 	sent   int
+	// lats are the acknowledgements' latencies (from the Produce call),
+	// in order.
+	lats []latency
 	// keys, if positive, makes the producer keyed: record n has key
 	// "kNNN" (n modulo keys) and value keyedValue(key, n).
 	keys int
@@ -49,9 +52,10 @@ func (c *Cluster) StartProducer(topic string, interval time.Duration) *Producer 
 	return c.startProducer(topic, interval, 0)
 }
 
-// StartKeyedProducer is StartProducer with keys: record n has key "kNNN",
-// n modulo keys, and value keyedValue(key, n) (unique), for a compacted
-// topic.
+// StartKeyedProducer is StartProducer with keys, for a compacted topic:
+// record n has key "kNNN", n modulo keys, and value keyedValue(key, n)
+// (unique). It is not idempotent (so that compaction makes fillers), so a
+// retried write may be stored twice.
 func (c *Cluster) StartKeyedProducer(topic string, interval time.Duration, keys int) *Producer {
 	c.t.Helper()
 	return c.startProducer(topic, interval, keys)
@@ -59,14 +63,23 @@ func (c *Cluster) StartKeyedProducer(topic string, interval time.Duration, keys 
 
 func (c *Cluster) startProducer(topic string, interval time.Duration, keys int) *Producer {
 	c.t.Helper()
+	opts := []kgo.Opt{
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProduceRequestTimeout(5 * time.Second),
+		kgo.RecordDeliveryTimeout(60 * time.Second),
+		kgo.MaxBufferedRecords(64),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+	}
+	if keys > 0 {
+		// Not idempotent: compaction keeps an idempotent producer's
+		// emptied batches one by one (its state is rebuilt from their
+		// headers) and merges only other runs of emptied batches into
+		// fillers, which a lagging follower must be able to fetch
+		// through.
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
 	p := &Producer{
-		cl: c.Client(
-			kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.ProduceRequestTimeout(5*time.Second),
-			kgo.RecordDeliveryTimeout(60*time.Second),
-			kgo.MaxBufferedRecords(64),
-			kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		),
+		cl:     c.Client(opts...),
 		keys:   keys,
 		topic:  topic,
 		stop:   make(chan struct{}),
@@ -99,6 +112,7 @@ func (p *Producer) run(interval time.Duration) {
 		p.sent++
 		p.mu.Unlock()
 		p.inFly.Add(1)
+		sentAt := time.Now()
 		// Produce blocks while 64 records are buffered (MaxBufferedRecords),
 		// which paces the loop when the cluster stalls.
 		p.cl.Produce(context.Background(), &kgo.Record{Topic: p.topic, Key: key, Value: []byte(v)}, func(r *kgo.Record, err error) {
@@ -109,10 +123,38 @@ func (p *Producer) run(interval time.Duration) {
 				p.failed[v] = err
 				return
 			}
-			p.acked[v] = Ack{Partition: r.Partition, Offset: r.Offset, At: time.Now()}
+			now := time.Now()
+			p.acked[v] = Ack{Partition: r.Partition, Offset: r.Offset, At: now}
+			p.lats = append(p.lats, latency{now, now.Sub(sentAt)})
 			p.perP[r.Partition]++
 		})
 	}
+}
+
+// latency is one acknowledgement's time and latency.
+type latency struct {
+	at time.Time
+	d  time.Duration
+}
+
+// Latency describes the latencies (from the Produce call to the
+// acknowledgement) of the writes acknowledged from `from` to `to`: their
+// number, median, 99th percentile and maximum.
+func (p *Producer) Latency(from, to time.Time) string {
+	p.mu.Lock()
+	var ds []time.Duration
+	for _, l := range p.lats {
+		if !l.at.Before(from) && !l.at.After(to) {
+			ds = append(ds, l.d)
+		}
+	}
+	p.mu.Unlock()
+	if len(ds) == 0 {
+		return "no acknowledgements"
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	q := func(f float64) time.Duration { return ds[int(f*float64(len(ds)-1))].Round(time.Millisecond) }
+	return fmt.Sprintf("%d acknowledged, latency median %v, p99 %v, max %v", len(ds), q(0.5), q(0.99), q(1))
 }
 
 // Failed returns the records whose writes failed, with the error each got
