@@ -18,7 +18,13 @@ package broker
 //
 // Long polling: when fewer than MinBytes are available and no partition has
 // an error, the request waits (parked on the partitions' waiters, no thread
-// spinning) until MinBytes arrive or MaxWaitMillis passes.
+// spinning) until MinBytes arrive or MaxWaitMillis passes. A parked fetch
+// holds no records and no budget beyond its request frame: what it read is
+// dropped and read again when the wait ends. MinBytes is taken as at most
+// the response cap (MaxBytes, fetch.max.bytes), so a fetch asking for more
+// than it may return is answered once it has all it may return;
+// MaxWaitMillis is not clamped, as in Kafka. A PartitionMaxBytes of 0 or
+// less still returns the first batch (as in Kafka), reserved like any other.
 //
 // Sessions (KIP-227, v7+): samsa answers every request in full with session
 // id 0, which tells clients that no session was created; they then keep
@@ -61,9 +67,20 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		return reply(resp)
 	}
 	resp, n, done, parts := b.fetchOnce(req, r)
-	if done || n >= int(r.MinBytes) || r.MaxWaitMillis <= 0 || len(parts) == 0 {
+	// MinBytes beyond what the fetch may return could never be met: the
+	// fetch returns once it has all it may return.
+	minBytes := min(int(r.MinBytes), b.fetchMaxBytes(r))
+	if done || n >= minBytes || r.MaxWaitMillis <= 0 || len(parts) == 0 {
 		return reply(resp)
 	}
+	// A parked fetch holds no records: what was read is dropped, its
+	// reservation given back, and the partitions are read again when
+	// the wait ends (as Kafka's fetch purgatory, which holds only the
+	// request, reads the log when it completes). MaxWaitMillis is not
+	// clamped (Kafka does not), since a parked fetch costs only its
+	// request frame.
+	resp = nil
+	req.SetResponseBytes(0)
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	return protocol.Response{Later: func() kmsg.Response {
 		b.parkedFetches.Add(1)
@@ -82,16 +99,16 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		for {
 			select {
 			case <-ctx.Done():
-				return resp
+				// Not written: the connection is closing.
+				return r.ResponseKind()
 			case <-timer.C:
-				resp, _, _, _ = b.fetchOnce(req, r)
+				resp, _, _, _ := b.fetchOnce(req, r)
 				return resp
 			case <-w.C:
-				var n int
-				var done bool
-				if resp, n, done, _ = b.fetchOnce(req, r); done || n >= int(r.MinBytes) {
+				if resp, n, done, _ := b.fetchOnce(req, r); done || n >= minBytes {
 					return resp
 				}
+				req.SetResponseBytes(0)
 			}
 		}
 	}}
@@ -180,11 +197,21 @@ func (b *Broker) fetchOnce(req *protocol.Request, r *kmsg.FetchRequest) (*kmsg.F
 					rp.LastStableOffset = rp.HighWatermark
 				}
 				limit := min(int(p.PartitionMaxBytes), maxBytes-total)
-				if limit > 0 {
-					limit = req.ReserveResponse(limit)
-					refused = refused || limit == 0
+				// The first batch is read whatever the limit (KIP-74),
+				// even a PartitionMaxBytes of 0: it too needs a
+				// reservation, of at least a byte (the batch is then
+				// charged in full).
+				want := limit
+				if want <= 0 && total == 0 && !refused {
+					want = 1
 				}
-				if limit > 0 || total == 0 && !refused {
+				granted := 0
+				if want > 0 {
+					granted = req.ReserveResponse(want)
+					refused = refused || granted == 0
+					limit = min(limit, granted)
+				}
+				if granted > 0 {
 					read := lp.Read
 					if r.ReplicaID >= 0 {
 						read = func(offset int64, maxBytes int, _ bool) ([]byte, error) { return lp.ReadForFollower(offset, maxBytes) }
