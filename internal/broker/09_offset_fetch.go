@@ -2,9 +2,11 @@ package broker
 
 // OffsetFetch (key 9), versions 1–7 (flexible from v6): one group per
 // request. Topics null (v2+) asks for every committed partition.
-// RequireStable (v7) needs no waiting: there are no transactions. The
-// offsets are read as the request arrives; if a write of the group is
-// still being replicated, the answer waits for its commit.
+// RequireStable (v7) changes nothing: there are no transactions, and no
+// offset is served before it is committed. The offsets are read as the
+// request arrives; unless they are known to be committed, the answer waits
+// for their commit (up to offsets.commit.timeout.ms, then
+// UNSTABLE_OFFSET_COMMIT from v7, COORDINATOR_LOAD_IN_PROGRESS before).
 
 import (
 	"context"

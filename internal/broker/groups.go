@@ -61,28 +61,40 @@ func notLeader(err error) error {
 	return err
 }
 
+// MaxBatchBytes is the partition's max.message.bytes.
+func (s offsetsStore) MaxBatchBytes() int {
+	if st := s.lp.settings.Load(); st != nil && st.maxMessageBytes > 0 {
+		return int(st.maxMessageBytes)
+	}
+	return defaultMaxMessageBytes
+}
+
+// defaultMaxMessageBytes is Kafka's message.max.bytes default.
+const defaultMaxMessageBytes = 1048588
+
 // loadChunk is how much of the log Load reads at a time.
 const loadChunk = 1 << 20
 
-// Load replays the partition from its start to its current end.
-func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte) error) error {
+// Load replays the partition from its start to its current end, which it
+// returns.
+func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte) error) (int64, error) {
 	l := s.lp.Log()
 	end := l.EndOffset()
 	for off := l.StartOffset(); off < end; {
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
 		data, err := l.Read(off, end, loadChunk, true)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if len(data) == 0 {
-			return fmt.Errorf("broker: read %s at %d returned nothing before %d", group.OffsetsTopic, off, end)
+			return 0, fmt.Errorf("broker: read %s at %d returned nothing before %d", group.OffsetsTopic, off, end)
 		}
 		for len(data) >= klog.BatchHeaderSize {
 			h, err := klog.ParseBatchHeader(data)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			batch := data[:h.Size()]
 			data = data[h.Size():]
@@ -103,11 +115,11 @@ func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte) error
 				err = ferr
 			}
 			if err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
-	return nil
+	return end, nil
 }
 
 // groupRoleChanged tells the coordinator about this broker's role for a

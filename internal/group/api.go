@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -248,14 +249,18 @@ func (c *Coordinator) replaceStaticLocked(sh *shard, g *group, om *member, id, c
 		}
 		return true
 	}
-	recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
-	w, code := c.appendLocked(sh, g.id, recs, func(code int16) {
+	prevDirty := g.metaDirty
+	w, code := c.writeGroupLocked(sh, g, func(code int16) {
+		// A revert whose own write is refused or fails leaves the group
+		// dirty: Tick writes it again until memory and the log agree.
 		if code != 0 && c.currentLocked(sh) && revert() {
 			c.persistLocked(sh, g)
 		}
 	})
 	if code != 0 {
+		// Nothing was written: memory is as before.
 		revert()
+		g.metaDirty = prevDirty
 	}
 	return w, code
 }
@@ -363,8 +368,7 @@ func (c *Coordinator) StartSync(req *kmsg.SyncGroupRequest) func(context.Context
 			}
 			g.prepareRebalance(c.cfg.Now())
 		}
-		recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
-		if _, code := c.appendLocked(sh, g.id, recs, func(code int16) { complete(groupWriteCode(code)) }); code != 0 {
+		if _, code := c.writeGroupLocked(sh, g, func(code int16) { complete(groupWriteCode(code)) }); code != 0 {
 			complete(groupWriteCode(code))
 		}
 	}
@@ -489,8 +493,12 @@ func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(con
 		m.deadline = now.Add(m.sessionTimeout)
 	}
 	ts := now.UnixMilli()
-	commits := map[topicPartition]Offset{}
-	var recs []records.KV
+	type commit struct {
+		tp topicPartition
+		o  Offset
+	}
+	var commits []commit
+	size := 0
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			meta := ""
@@ -504,32 +512,50 @@ func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(con
 			if req.Version < 6 {
 				o.LeaderEpoch = -1
 			}
-			commits[topicPartition{t.Topic, p.Partition}] = o
-			recs = append(recs, records.KV{Key: offsetKey(req.Group, t.Topic, p.Partition), Value: offsetValue(o)})
+			commits = append(commits, commit{topicPartition{t.Topic, p.Partition}, o})
+			size += offsetRecordSize(req.Group, t.Topic, meta)
 		}
 	}
-	if len(recs) == 0 {
+	if len(commits) == 0 {
 		return answered(setAll(0))
 	}
-	w, code := c.appendLocked(sh, req.Group, recs, nil)
+	w, code := c.appendLocked(sh, change{
+		group: req.Group,
+		size:  size,
+		build: func() []records.KV {
+			recs := make([]records.KV, len(commits))
+			for i, cm := range commits {
+				recs[i] = records.KV{Key: offsetKey(req.Group, cm.tp.topic, cm.tp.partition), Value: offsetValue(cm.o)}
+			}
+			return recs
+		},
+		apply: func() {
+			if g == nil {
+				g = newGroup(req.Group, now)
+				sh.groups[req.Group] = g
+			}
+			for _, cm := range commits {
+				g.offsets[cm.tp] = cm.o
+			}
+		},
+	})
+	if code == kerr.RecordListTooLarge.Code {
+		// As Kafka: the commit as a whole is larger than the offsets
+		// topic's max.message.bytes.
+		code = kerr.InvalidCommitOffsetSize.Code
+	}
 	if code != 0 {
 		return answered(setAll(code))
-	}
-	if g == nil {
-		g = newGroup(req.Group, now)
-		sh.groups[req.Group] = g
-	}
-	for tp, o := range commits {
-		g.offsets[tp] = o
 	}
 	return func(ctx context.Context) *kmsg.OffsetCommitResponse { return setAll(await(ctx, w)) }
 }
 
 // StartFetchOffsets handles an OffsetFetch request (one group; versions up
 // to 7). Topics nil asks for every partition the group committed. It
-// reads the offsets at once; if a write of the group is still in flight,
-// the wait answers only once it is committed (no client reads an offset
-// that may yet be lost), with an error if it fails.
+// reads the offsets at once; unless everything it read is known to be
+// committed, the wait answers only once it is (no client reads an offset
+// that a failover could take back), or with a retriable error if that
+// does not happen within the commit timeout (see fetchWaitLocked).
 func (c *Coordinator) StartFetchOffsets(req *kmsg.OffsetFetchRequest) func(context.Context) *kmsg.OffsetFetchResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	c.mu.Lock()
@@ -577,24 +603,72 @@ func (c *Coordinator) StartFetchOffsets(req *kmsg.OffsetFetchRequest) func(conte
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
-	w := sh.inFlight[req.Group]
-	if w == nil {
+	wait := c.fetchWaitLocked(sh, req.Group)
+	if wait == nil {
 		return answered(resp)
 	}
 	return func(ctx context.Context) *kmsg.OffsetFetchResponse {
-		if code := groupWriteCode(await(ctx, w)); code != 0 {
-			// What was read may never be committed: answer an error
-			// (retriable) instead, per partition too (v1 has no
-			// top-level error).
-			resp.ErrorCode = code
-			for i := range resp.Topics {
-				for j := range resp.Topics[i].Partitions {
-					rp := &resp.Topics[i].Partitions[j]
-					rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, nil, code
-				}
+		err := wait(ctx)
+		if err == nil {
+			return resp
+		}
+		// What was read may not be committed: answer a retriable error
+		// instead, per partition too (v1 has no top-level error).
+		top, part := kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorLoadInProgress.Code
+		switch {
+		case errors.Is(err, ErrNotLeader):
+			top, part = kerr.NotCoordinator.Code, kerr.NotCoordinator.Code
+		case req.Version >= 7 && len(resp.Topics) > 0:
+			// Kafka's answer for a partition whose commit is pending
+			// (which its clients retry).
+			top, part = 0, kerr.UnstableOffsetCommit.Code
+		}
+		resp.ErrorCode = top
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				rp := &resp.Topics[i].Partitions[j]
+				rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = -1, -1, nil, part
 			}
 		}
 		return resp
+	}
+}
+
+// fetchWaitLocked returns nil if everything memory holds of group is known
+// to be committed in sh's epoch: the records below the load's end, and the
+// group's latest append, whatever the outcome of its write (a write that
+// timed out stays in memory and may be committed later, or taken back by
+// a failover). Otherwise it returns a wait for their commit, bounded by
+// the commit timeout, that fails with ErrNotLeader if the shard no longer
+// leads in its epoch.
+func (c *Coordinator) fetchWaitLocked(sh *shard, group string) func(context.Context) error {
+	need := sh.loadEnd
+	if e, ok := sh.ends[group]; ok {
+		need = max(need, e)
+	}
+	if need <= sh.committed {
+		delete(sh.ends, group)
+		return nil
+	}
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, c.cfg.CommitTimeout)
+		defer cancel()
+		stop := context.AfterFunc(sh.ctx, cancel)
+		defer stop()
+		err := sh.store.WaitCommitted(ctx, sh.epoch, need)
+		if sh.ctx.Err() != nil {
+			return ErrNotLeader
+		}
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		sh.committed = max(sh.committed, need)
+		if e, ok := sh.ends[group]; ok && e <= sh.committed {
+			delete(sh.ends, group)
+		}
+		c.mu.Unlock()
+		return nil
 	}
 }
 
@@ -693,11 +767,20 @@ func equalFold(a, b string) bool {
 // StartDelete handles DeleteGroups: empty groups lose their offsets and
 // metadata (tombstones); a group with members is NON_EMPTY_GROUP. A group
 // is gone at once; the wait answers once its tombstones are committed.
+// The tombstones of all the groups of one partition are appended together,
+// in as few batches as fit, and one goroutine awaits their commit.
 func (c *Coordinator) StartDelete(groups []string) func(context.Context) []kmsg.DeleteGroupsResponseGroup {
 	out := make([]kmsg.DeleteGroupsResponseGroup, len(groups))
 	writes := make([]*write, len(groups))
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	type batch struct {
+		changes []change
+		index   []int // the group each change deletes, by its place in groups
+	}
+	batches := map[*shard]*batch{}
+	var order []*shard
+	seen := map[string]bool{}
 	for i, id := range groups {
 		out[i] = kmsg.NewDeleteGroupsResponseGroup()
 		out[i].Group = id
@@ -706,31 +789,119 @@ func (c *Coordinator) StartDelete(groups []string) func(context.Context) []kmsg.
 		if code == 0 {
 			g = sh.groups[id]
 			switch {
-			case g == nil:
+			case g == nil || seen[id]:
 				code = kerr.GroupIDNotFound.Code
 			case len(g.members) > 0 || g.state != stateEmpty:
 				code = kerr.NonEmptyGroup.Code
 			}
 		}
-		if code == 0 {
-			recs := []records.KV{{Key: groupKey(id)}}
-			for tp := range g.offsets {
-				recs = append(recs, records.KV{Key: offsetKey(id, tp.topic, tp.partition)})
-			}
-			if writes[i], code = c.appendLocked(sh, id, recs, nil); code == 0 {
-				delete(sh.groups, id)
-			}
-		}
 		out[i].ErrorCode = code
+		if code != 0 {
+			continue
+		}
+		seen[id] = true
+		tps := make([]topicPartition, 0, len(g.offsets))
+		for tp := range g.offsets {
+			tps = append(tps, tp)
+		}
+		changes := c.tombstoneChanges(sh, g, tps, g.stored || len(tps) > 0, true, nil)
+		if len(changes) == 0 {
+			// Nothing of it is in the log (no offsets, no metadata).
+			delete(sh.groups, id)
+			continue
+		}
+		b := batches[sh]
+		if b == nil {
+			b = &batch{}
+			batches[sh] = b
+			order = append(order, sh)
+		}
+		for _, ch := range changes {
+			b.changes = append(b.changes, ch)
+			b.index = append(b.index, i)
+		}
+	}
+	for _, sh := range order {
+		b := batches[sh]
+		w, codes := c.appendChangesLocked(sh, b.changes, nil)
+		for k, code := range codes {
+			i := b.index[k]
+			if code != 0 {
+				if out[i].ErrorCode == 0 {
+					out[i].ErrorCode = code
+				}
+				continue
+			}
+			writes[i] = w
+		}
 	}
 	return func(ctx context.Context) []kmsg.DeleteGroupsResponseGroup {
 		for i, w := range writes {
-			if w != nil {
+			if w != nil && out[i].ErrorCode == 0 {
 				out[i].ErrorCode = await(ctx, w)
 			}
 		}
 		return out
 	}
+}
+
+// tombstoneChanges are the changes that delete g's offsets of tps and, if
+// remove, g itself from memory (writing its tombstone too if groupTomb),
+// each small enough for a batch: every change deletes its own offsets once
+// appended, the last one the group. done (if not nil) is every change's.
+// It returns nothing if there is nothing to write.
+func (c *Coordinator) tombstoneChanges(sh *shard, g *group, tps []topicPartition, groupTomb, remove bool,
+	done func(code int16)) []change {
+	if len(tps) == 0 && !groupTomb {
+		return nil
+	}
+	limit := sh.store.MaxBatchBytes() - batchOverhead
+	if groupTomb {
+		limit -= groupTombstoneSize(g.id)
+	}
+	var out []change
+	var piece []topicPartition
+	size := 0
+	flush := func(last bool) {
+		piece, size := piece, size
+		ch := change{group: g.id, size: size, done: done}
+		if last && groupTomb {
+			ch.size += groupTombstoneSize(g.id)
+		}
+		ch.build = func() []records.KV {
+			recs := make([]records.KV, 0, len(piece)+1)
+			for _, tp := range piece {
+				recs = append(recs, records.KV{Key: offsetKey(g.id, tp.topic, tp.partition)})
+			}
+			if last && groupTomb {
+				recs = append(recs, records.KV{Key: groupKey(g.id)})
+			}
+			return recs
+		}
+		ch.apply = func() {
+			for _, tp := range piece {
+				delete(g.offsets, tp)
+			}
+			if last && groupTomb {
+				g.stored = false
+			}
+			if last && remove && sh.groups[g.id] == g {
+				delete(sh.groups, g.id)
+			}
+		}
+		out = append(out, ch)
+	}
+	for _, tp := range tps {
+		n := tombstoneSize(g.id, tp.topic)
+		if len(piece) > 0 && size+n > limit {
+			flush(false)
+			piece, size = nil, 0
+		}
+		piece = append(piece, tp)
+		size += n
+	}
+	flush(true)
+	return out
 }
 
 // StartDeleteOffsets handles OffsetDelete: the group's committed offsets
@@ -759,6 +930,7 @@ func (c *Coordinator) StartDeleteOffsets(req *kmsg.OffsetDeleteRequest) func(con
 	}
 	var recs []records.KV
 	var gone []topicPartition
+	size := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
@@ -770,6 +942,7 @@ func (c *Coordinator) StartDeleteOffsets(req *kmsg.OffsetDeleteRequest) func(con
 			} else if _, ok := g.offsets[topicPartition{t.Topic, p.Partition}]; ok {
 				recs = append(recs, records.KV{Key: offsetKey(g.id, t.Topic, p.Partition)})
 				gone = append(gone, topicPartition{t.Topic, p.Partition})
+				size += tombstoneSize(g.id, t.Topic)
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -778,13 +951,19 @@ func (c *Coordinator) StartDeleteOffsets(req *kmsg.OffsetDeleteRequest) func(con
 	if len(recs) == 0 {
 		return answered(resp)
 	}
-	w, code := c.appendLocked(sh, g.id, recs, nil)
+	w, code := c.appendLocked(sh, change{
+		group: g.id,
+		size:  size,
+		build: func() []records.KV { return recs },
+		apply: func() {
+			for _, tp := range gone {
+				delete(g.offsets, tp)
+			}
+		},
+	})
 	if code != 0 {
 		resp.ErrorCode = code
 		return answered(resp)
-	}
-	for _, tp := range gone {
-		delete(g.offsets, tp)
 	}
 	return func(ctx context.Context) *kmsg.OffsetDeleteResponse {
 		resp.ErrorCode = await(ctx, w)
@@ -793,11 +972,14 @@ func (c *Coordinator) StartDeleteOffsets(req *kmsg.OffsetDeleteRequest) func(con
 }
 
 // Tick runs the coordinator's timers as of now: expired pending member
-// ids and sessions, rebalance deadlines, and the expiry of empty groups'
-// offsets (offsets.retention.minutes). It does not wait for any write: an
-// expiry takes effect in memory as its tombstones are appended, and a
-// group has at most one expiry write in flight, so a slow partition
-// neither stalls the timers nor piles up writes.
+// ids and sessions, rebalance deadlines, the expiry of empty groups'
+// offsets (offsets.retention.minutes) and of empty groups without offsets,
+// and the rewrite of groups whose metadata write failed. It does not wait
+// for any write: its changes take effect in memory as their records are
+// appended, all the writes of one partition together in as few batches as
+// fit, awaited by one goroutine; a group has at most one expiry write in
+// flight, so a slow partition neither stalls the timers nor piles up
+// writes.
 func (c *Coordinator) Tick() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -806,13 +988,20 @@ func (c *Coordinator) Tick() {
 		if sh.loading {
 			continue
 		}
+		for id, e := range sh.ends {
+			if e <= sh.committed {
+				delete(sh.ends, id) // a failed write committed after all
+			}
+		}
+		var changes []change
+		var owners []*group // of the metadata writes among changes, by place
 		for _, g := range sh.groups {
 			for id, until := range g.pending {
 				if now.After(until) {
 					delete(g.pending, id)
 				}
 			}
-			persist := false
+			persist, dead := false, false
 			switch g.state {
 			case statePreparingRebalance:
 				// A member that has not rejoined yet still has to
@@ -838,51 +1027,78 @@ func (c *Coordinator) Tick() {
 					persist = g.memberLeft(now)
 				}
 			case stateEmpty:
-				if !g.expiring {
-					c.expireLocked(sh, g, now)
+				var expiry []change
+				expiry, dead = c.expireLocked(sh, g, now)
+				changes = append(changes, expiry...)
+				owners = append(owners, make([]*group, len(expiry))...)
+			}
+			// A group whose latest metadata write failed is written again
+			// once settled (a rebalance in progress writes it anyway).
+			retry := g.metaDirty && !g.metaWriting && (g.state == stateStable || g.state == stateEmpty)
+			if !dead && (persist || retry) {
+				changes = append(changes, c.groupChange(sh, g, nil))
+				owners = append(owners, g)
+			}
+		}
+		if len(changes) == 0 {
+			continue
+		}
+		n := len(changes)
+		_, codes := c.appendChangesLocked(sh, changes, func(code int16) {
+			if code != 0 {
+				c.warnLocked(sh, "a write of expired offsets or group metadata failed", "changes", n, "code", code)
+			}
+		})
+		refused := 0
+		for i, code := range codes {
+			if code != 0 {
+				refused++
+				if owners[i] != nil {
+					owners[i].metaDirty = true
 				}
 			}
-			if persist {
-				c.persistLocked(sh, g)
-			}
+		}
+		if refused > 0 {
+			c.warnLocked(sh, "writing expired offsets or group metadata refused; tried again at the next tick",
+				"changes", refused, "code", codes[len(codes)-1])
 		}
 	}
 }
 
-// expireLocked removes an empty group's expired offsets, and the group
-// once all are gone and it has been empty for the retention, writing
-// their tombstones.
-func (c *Coordinator) expireLocked(sh *shard, g *group, now time.Time) {
-	var recs []records.KV
+// emptyGroupGrace is how long an empty group without offsets is kept
+// (Kafka drops such a group at its next offsets cleanup, which runs every
+// offsets.retention.check.interval.ms, 10 minutes).
+const emptyGroupGrace = 10 * time.Minute
+
+// expireLocked returns the changes that remove an empty group's expired
+// offsets, and the group once it has none left, has been empty for
+// emptyGroupGrace (or the offsets' retention if shorter) and expects no
+// member. dead tells whether the group goes. A group that was never
+// written (only handed out member ids, say) has nothing in the log and
+// goes at once, without a write.
+func (c *Coordinator) expireLocked(sh *shard, g *group, now time.Time) (changes []change, dead bool) {
+	if g.expiring {
+		return nil, false
+	}
 	var tps []topicPartition
 	for tp, o := range g.offsets {
 		if now.Sub(maxTime(time.UnixMilli(o.CommitTimestamp), g.stateSince)) > c.cfg.OffsetsRetention {
-			recs = append(recs, records.KV{Key: offsetKey(g.id, tp.topic, tp.partition)})
 			tps = append(tps, tp)
 		}
 	}
-	dead := len(tps) == len(g.offsets) && now.Sub(g.stateSince) > c.cfg.OffsetsRetention
-	if dead {
-		recs = append(recs, records.KV{Key: groupKey(g.id)})
+	idle := len(g.members) == 0 && len(g.pending) == 0 && len(tps) == len(g.offsets)
+	dead = idle && (!g.stored && len(tps) == 0 || now.Sub(g.stateSince) >= min(emptyGroupGrace, c.cfg.OffsetsRetention))
+	if len(tps) == 0 && !dead {
+		return nil, false
 	}
-	if len(recs) == 0 {
-		return
+	changes = c.tombstoneChanges(sh, g, tps, dead && (g.stored || len(tps) > 0), dead, func(int16) { g.expiring = false })
+	if len(changes) == 0 {
+		delete(sh.groups, g.id) // never written
+		return nil, true
 	}
-	_, code := c.appendLocked(sh, g.id, recs, func(code int16) {
-		g.expiring = false
-		if code != 0 {
-			c.logger.Warn("expiring offsets failed", "partition", sh.partition, "group", g.id, "code", code)
-		}
-	})
-	if code != 0 {
-		return // tried again at the next tick
+	for i := range changes {
+		apply := changes[i].apply
+		changes[i].apply = func() { apply(); g.expiring = true }
 	}
-	for _, tp := range tps {
-		delete(g.offsets, tp)
-	}
-	if dead {
-		delete(sh.groups, g.id)
-	} else {
-		g.expiring = true
-	}
+	return changes, dead
 }

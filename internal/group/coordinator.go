@@ -37,8 +37,13 @@ type Store interface {
 	// returns early with ctx's error.
 	WaitCommitted(ctx context.Context, epoch int32, end int64) error
 	// Load calls fn with every record of the partition, in offset order,
-	// from its start to its end as of the call.
-	Load(ctx context.Context, fn func(key, value []byte) error) error
+	// from its start to its end as of the call, and returns that end. The
+	// records below it need not be committed yet.
+	Load(ctx context.Context, fn func(key, value []byte) error) (end int64, err error)
+	// MaxBatchBytes is the size of the largest batch Append accepts (the
+	// partition's max.message.bytes); the coordinator refuses larger
+	// writes before it builds them.
+	MaxBatchBytes() int
 }
 
 // ErrNotLeader is what a Store returns when the partition is no longer led
@@ -92,10 +97,21 @@ type shard struct {
 	store   Store
 	loading bool
 	groups  map[string]*group
-	// inFlight is, per group id, the group's latest write whose outcome
-	// is not known yet (kept for deleted groups too): an OffsetFetch
-	// answers only once the writes it read are committed.
-	inFlight map[string]*write
+	// loadEnd is the end of the log the load replayed: the groups were
+	// built from records below it, which need not have been committed.
+	loadEnd int64
+	// committed is an end below which every record is known to be
+	// committed in epoch (so it stays committed as long as the shard
+	// exists).
+	committed int64
+	// ends is, per group id, the end of the group's latest append (kept
+	// for deleted groups too), until it is known to be committed: an
+	// OffsetFetch answers only once everything it read is committed,
+	// whatever the outcome of the write that appended it.
+	ends map[string]int64
+	// warnAt and warnsSuppressed rate-limit the shard's failure warnings.
+	warnAt          time.Time
+	warnsSuppressed int
 	// ctx is done once the shard is dropped: its load and the waits of
 	// its writes end.
 	ctx    context.Context
@@ -170,7 +186,7 @@ func (c *Coordinator) Elected(partition, epoch, partitions int32, store Store) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sh := &shard{partition: partition, epoch: epoch, store: store, loading: true, groups: map[string]*group{},
-		inFlight: map[string]*write{}, ctx: ctx, cancel: cancel}
+		ends: map[string]int64{}, ctx: ctx, cancel: cancel}
 	c.shards[partition] = sh
 	c.mu.Unlock()
 	go c.load(ctx, sh)
@@ -224,7 +240,7 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 	// (not a tombstone, not missing).
 	stored := map[string]bool{}
 	n := 0
-	err := sh.store.Load(ctx, func(key, value []byte) error {
+	end, err := sh.store.Load(ctx, func(key, value []byte) error {
 		n++
 		d, err := decodeRecord(key, value)
 		if err != nil {
@@ -278,6 +294,7 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 			delete(groups, id)
 			continue
 		}
+		g.stored = stored[id]
 		if len(g.members) > 0 {
 			g.setState(stateStable, now)
 			for _, m := range g.members {
@@ -285,9 +302,9 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 			}
 		}
 	}
-	sh.groups, sh.loading = groups, false
+	sh.groups, sh.loading, sh.loadEnd = groups, false, end
 	c.logger.Info("loaded groups", "partition", sh.partition, "epoch", sh.epoch, "records", n, "groups", len(groups),
-		"took", time.Since(start).Round(time.Millisecond))
+		"took", now.Sub(start).Round(time.Millisecond))
 }
 
 // restoreGroup sets g's membership from its stored metadata; members
@@ -351,8 +368,35 @@ func (c *Coordinator) lookupLocked(groupID string) (*shard, int16) {
 	return sh, 0
 }
 
-// write is one append to a shard's partition, whose commit is awaited in
-// the background.
+// Sizes of a write, estimated from the lengths of its parts before
+// anything is allocated: an upper bound of records.Build's encoding.
+const (
+	// batchOverhead is a batch's header.
+	batchOverhead = 61
+	// recordOverhead bounds a record's length, attributes, deltas, key and
+	// value lengths and header count.
+	recordOverhead = 24
+)
+
+// change is one group's part of a write: records, and what memory does
+// once they are in the leader's log.
+type change struct {
+	group string
+	// size bounds the encoded size of the records; build makes them, only
+	// once the change is known to fit in a batch.
+	size  int
+	build func() []records.KV
+	// apply (if not nil) makes the change in memory, under the lock, once
+	// the records are appended; a change that is not appended is not
+	// applied.
+	apply func()
+	// done (if not nil) gets the outcome of an appended change, under the
+	// lock: 0 once committed, or the code of the failure.
+	done func(code int16)
+}
+
+// write is one or more appends to a shard's partition, made together
+// under the lock, whose commit one goroutine awaits.
 type write struct {
 	// done is closed once the outcome is known; code is then 0 (committed)
 	// or the error code Kafka's coordinator answers for the failure.
@@ -360,43 +404,99 @@ type write struct {
 	code int16
 }
 
-// appendLocked appends recs, records of group groupID, to sh's partition
-// as leader in sh's epoch. The caller holds the lock across the append and
-// its in-memory change, so the log and memory change in the same order;
-// it makes the change only if the append succeeded (code 0): a refused
-// append wrote nothing. A goroutine then awaits the commit and, holding
-// the lock, calls onDone (if not nil) with the outcome before it
-// completes the returned write. A write that fails after its append (a
-// timeout) may still be committed later, so the change it made stays in
-// memory as it is in the leader's log; only a static member's replacement
-// is reverted, as in Kafka.
-func (c *Coordinator) appendLocked(sh *shard, groupID string, recs []records.KV, onDone func(code int16)) (*write, int16) {
-	end, err := sh.store.Append(sh.epoch, recs)
-	if err != nil {
-		return nil, c.writeCode(sh, err)
+// appendLocked appends one change (see appendChangesLocked); code is
+// nonzero if it was not appended.
+func (c *Coordinator) appendLocked(sh *shard, ch change) (*write, int16) {
+	w, codes := c.appendChangesLocked(sh, []change{ch}, nil)
+	return w, codes[0]
+}
+
+// appendChangesLocked appends changes to sh's partition as leader in sh's
+// epoch, packed in order into as few batches as the partition's largest
+// batch allows, and applies each appended change to memory. The caller
+// holds the lock across the appends and the changes, so the log and memory
+// change in the same order. codes[i] is nonzero for a change that was not
+// appended and not applied: RECORD_LIST_TOO_LARGE if it alone exceeds the
+// largest batch, or the code of the refused append (which wrote nothing;
+// the changes after it are not tried either). One goroutine then awaits
+// the commit of everything appended and, holding the lock, calls each
+// appended change's done and then onWrite (if not nil) with the outcome
+// before it completes the returned write (nil if nothing was appended).
+//
+// A write that fails after its append (a timeout) may still be committed
+// later, so the changes stay in memory as they are in the leader's log;
+// an OffsetFetch reads them only once they are committed (fetchWait).
+func (c *Coordinator) appendChangesLocked(sh *shard, changes []change, onWrite func(code int16)) (*write, []int16) {
+	codes := make([]int16, len(changes))
+	limit := sh.store.MaxBatchBytes()
+	var appended []change
+	var end int64
+	for i := 0; i < len(changes); {
+		if batchOverhead+changes[i].size > limit {
+			codes[i] = kerr.RecordListTooLarge.Code
+			i++
+			continue
+		}
+		j, size := i, batchOverhead
+		for j < len(changes) && size+changes[j].size <= limit {
+			size += changes[j].size
+			j++
+		}
+		var recs []records.KV
+		for _, ch := range changes[i:j] {
+			recs = append(recs, ch.build()...)
+		}
+		e, err := sh.store.Append(sh.epoch, recs)
+		if err != nil {
+			code := c.writeCode(sh, err)
+			for k := i; k < len(changes); k++ {
+				codes[k] = code
+			}
+			break
+		}
+		end = e
+		for _, ch := range changes[i:j] {
+			if ch.apply != nil {
+				ch.apply()
+			}
+			sh.ends[ch.group] = e
+		}
+		appended = append(appended, changes[i:j]...)
+		i = j
+	}
+	if len(appended) == 0 {
+		return nil, codes
 	}
 	w := &write{done: make(chan struct{})}
-	sh.inFlight[groupID] = w
 	c.inFlightWrites++
 	c.writes.Add(1)
 	go func() {
 		defer c.writes.Done()
 		ctx, cancel := context.WithTimeout(sh.ctx, c.cfg.CommitTimeout)
-		code := c.writeCode(sh, sh.store.WaitCommitted(ctx, sh.epoch, end))
+		err := sh.store.WaitCommitted(ctx, sh.epoch, end)
 		cancel()
 		c.mu.Lock()
-		if sh.inFlight[groupID] == w {
-			delete(sh.inFlight, groupID)
+		code := c.writeCode(sh, err)
+		if code == 0 {
+			sh.committed = max(sh.committed, end)
 		}
-		if onDone != nil {
-			onDone(code)
+		for _, ch := range appended {
+			if e, ok := sh.ends[ch.group]; ok && e <= sh.committed {
+				delete(sh.ends, ch.group)
+			}
+			if ch.done != nil {
+				ch.done(code)
+			}
+		}
+		if onWrite != nil {
+			onWrite(code)
 		}
 		w.code = code
 		c.inFlightWrites--
 		c.mu.Unlock()
 		close(w.done)
 	}()
-	return w, 0
+	return w, codes
 }
 
 // writeCode maps a Store error to the error code Kafka's coordinator
@@ -410,9 +510,28 @@ func (c *Coordinator) writeCode(sh *shard, err error) int16 {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut.Code
 	default:
-		c.logger.Warn("writing to "+OffsetsTopic+" failed", "partition", sh.partition, "err", err)
+		c.warnLocked(sh, "writing to "+OffsetsTopic+" failed", "err", err)
 		return kerr.CoordinatorNotAvailable.Code
 	}
+}
+
+// warnInterval is how often a shard logs the failures of its writes at
+// most; the ones in between are counted in the next line.
+const warnInterval = 10 * time.Second
+
+// warnLocked logs a write failure of sh, at most once per warnInterval.
+// The caller holds the lock.
+func (c *Coordinator) warnLocked(sh *shard, msg string, args ...any) {
+	now := time.Now()
+	if now.Before(sh.warnAt) {
+		sh.warnsSuppressed++
+		return
+	}
+	if sh.warnsSuppressed > 0 {
+		args = append(args, "suppressed since the last", sh.warnsSuppressed)
+	}
+	sh.warnAt, sh.warnsSuppressed = now.Add(warnInterval), 0
+	c.logger.Warn(msg, append([]any{"partition", sh.partition}, args...)...)
 }
 
 // await returns the outcome of w, or REQUEST_TIMED_OUT if ctx is done
@@ -430,10 +549,14 @@ func await(ctx context.Context, w *write) int16 {
 // Kafka's coordinator answers JoinGroup and SyncGroup: a timed-out write is
 // COORDINATOR_NOT_AVAILABLE (clients rediscover the coordinator and
 // rejoin), as REQUEST_TIMED_OUT is not an error those requests may return
-// (the Java consumer treats it as fatal).
+// (the Java consumer treats it as fatal); a group too large to write is
+// UNKNOWN_SERVER_ERROR, as in Kafka.
 func groupWriteCode(code int16) int16 {
-	if code == kerr.RequestTimedOut.Code {
+	switch code {
+	case kerr.RequestTimedOut.Code:
 		return kerr.CoordinatorNotAvailable.Code
+	case kerr.RecordListTooLarge.Code:
+		return kerr.UnknownServerError.Code
 	}
 	return code
 }
@@ -441,17 +564,51 @@ func groupWriteCode(code int16) int16 {
 // currentLocked reports whether sh still coordinates its partition.
 func (c *Coordinator) currentLocked(sh *shard) bool { return c.shards[sh.partition] == sh }
 
-// persistLocked writes g's metadata (after a rebalance emptied it); the
-// writer waits for nothing, and a failure only costs the stored
-// generation.
+// groupChange is the write of g's metadata, its membership as of now; onDone
+// (if not nil) gets the outcome.
+//
+// Memory and the log agree on a group's membership once such a write is
+// committed: until then (or if it failed or was refused) the group is
+// marked dirty, and Tick writes a settled dirty group's metadata again
+// until one write commits (see retryLocked).
+func (c *Coordinator) groupChange(sh *shard, g *group, onDone func(code int16)) change {
+	seq := g.metaSeq + 1
+	return change{
+		group: g.id,
+		size:  groupRecordSize(g),
+		build: func() []records.KV { return []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}} },
+		apply: func() { g.metaSeq, g.metaWriting, g.stored = seq, true, true },
+		done: func(code int16) {
+			if g.metaSeq == seq {
+				g.metaWriting, g.metaDirty = false, code != 0
+			}
+			if onDone != nil {
+				onDone(code)
+			}
+		},
+	}
+}
+
+// writeGroupLocked appends g's metadata (see groupChange); if the append
+// is refused, g is dirty.
+func (c *Coordinator) writeGroupLocked(sh *shard, g *group, onDone func(code int16)) (*write, int16) {
+	w, code := c.appendLocked(sh, c.groupChange(sh, g, onDone))
+	if code != 0 {
+		g.metaDirty = true
+	}
+	return w, code
+}
+
+// persistLocked writes g's metadata (after a rebalance emptied it, or a
+// static replacement was undone); the writer waits for nothing, and a
+// failed write is retried by Tick.
 func (c *Coordinator) persistLocked(sh *shard, g *group) {
-	recs := []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}}
 	logFailure := func(code int16) {
 		if code != 0 {
-			c.logger.Warn("persisting group metadata failed", "partition", sh.partition, "group", g.id, "code", code)
+			c.warnLocked(sh, "persisting group metadata failed", "group", g.id, "code", code)
 		}
 	}
-	if _, code := c.appendLocked(sh, g.id, recs, logFailure); code != 0 {
+	if _, code := c.writeGroupLocked(sh, g, logFailure); code != 0 {
 		logFailure(code)
 	}
 }

@@ -282,7 +282,9 @@ func TestLoadFailure(t *testing.T) {
 
 type failingLoad struct{ memStore }
 
-func (*failingLoad) Load(context.Context, func(key, value []byte) error) error { return errStoreDown }
+func (*failingLoad) Load(context.Context, func(key, value []byte) error) (int64, error) {
+	return 0, errStoreDown
+}
 
 // Group metadata records can land out of order (an emptied group's is
 // written in the background): on load the highest generation wins, and an

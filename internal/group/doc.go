@@ -42,8 +42,10 @@
 // its answer waits (the returned wait), so the requests of a connection
 // take effect in their order. A change is made in memory and appended to
 // the partition together, under the coordinator's lock, so memory is
-// always the leader's log; commits are awaited by a goroutine per write,
-// and acknowledged only if committed in the shard's leader epoch.
+// always the leader's log; commits are awaited by a goroutine per write
+// (a tick's or a DeleteGroups' changes of one partition are one write),
+// and acknowledged only if committed in the shard's leader epoch. An
+// OffsetFetch answers only what is known to be committed.
 //
 // Timers (session, rebalance and pending-member deadlines, offset expiry)
 // are driven by Tick, which the broker calls periodically and which never

@@ -148,6 +148,16 @@ type group struct {
 	// expiring is set while a write of expired offsets' tombstones is in
 	// flight: the group's next expiry waits for it.
 	expiring bool
+	// stored tells whether the group's latest metadata record appended (or
+	// loaded) is a value, not a tombstone or missing.
+	stored bool
+	// metaSeq numbers the group's metadata writes; metaWriting is set while
+	// the latest is in flight; metaDirty while memory's membership may not
+	// be the log's (the latest write failed or was refused), until a write
+	// of it commits.
+	metaSeq     int64
+	metaWriting bool
+	metaDirty   bool
 }
 
 func newGroup(id string, now time.Time) *group {

@@ -34,11 +34,31 @@ type memStore struct {
 	// receive one value per wait that starts waiting on them.
 	gate, entered         chan struct{}
 	nextGate, nextEntered chan struct{}
-	// gates are the gates of the appends, by their end offset.
-	gates map[int64][2]chan struct{}
+	// gates are the gates of the appends, by their end offset: every
+	// WaitCommitted of that end waits for it; the first to wait sends on
+	// its entered channel.
+	gates map[int64]*memGate
 	// loadGate, when set, holds Load until it is closed.
 	loadGate chan struct{}
 	appends  int
+	// maxBatch is MaxBatchBytes (1048588 if 0).
+	maxBatch int
+	// down, when set, is what every Append returns.
+	down error
+}
+
+type memGate struct {
+	release, entered chan struct{}
+	signaled         bool
+}
+
+func (s *memStore) MaxBatchBytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.maxBatch == 0 {
+		return 1048588
+	}
+	return s.maxBatch
 }
 
 var errStoreDown = errors.New("memstore: injected failure")
@@ -47,6 +67,9 @@ func (s *memStore) Append(epoch int32, recs []records.KV) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.appends++
+	if s.down != nil {
+		return 0, s.down
+	}
 	if len(s.failures) > 0 {
 		err := s.failures[0]
 		s.failures = s.failures[1:]
@@ -59,14 +82,14 @@ func (s *memStore) Append(epoch int32, recs []records.KV) (int64, error) {
 		s.recs = append(s.recs, records.KV{Key: clone(r.Key), Value: clone(r.Value)})
 	}
 	end := int64(len(s.recs))
-	gate := [2]chan struct{}{s.gate, s.entered}
+	gate := &memGate{release: s.gate, entered: s.entered}
 	if s.nextGate != nil {
-		gate = [2]chan struct{}{s.nextGate, s.nextEntered}
+		gate = &memGate{release: s.nextGate, entered: s.nextEntered}
 		s.nextGate, s.nextEntered = nil, nil
 	}
-	if gate[0] != nil {
+	if gate.release != nil {
 		if s.gates == nil {
-			s.gates = map[int64][2]chan struct{}{}
+			s.gates = map[int64]*memGate{}
 		}
 		s.gates[end] = gate
 	}
@@ -76,14 +99,17 @@ func (s *memStore) Append(epoch int32, recs []records.KV) (int64, error) {
 func (s *memStore) WaitCommitted(ctx context.Context, epoch int32, end int64) error {
 	s.mu.Lock()
 	gate := s.gates[end]
-	delete(s.gates, end)
+	var signal chan struct{}
+	if gate != nil && !gate.signaled {
+		gate.signaled, signal = true, gate.entered
+	}
 	s.mu.Unlock()
-	if gate[0] != nil {
-		if gate[1] != nil {
-			gate[1] <- struct{}{}
-		}
+	if signal != nil {
+		signal <- struct{}{}
+	}
+	if gate != nil {
 		select {
-		case <-gate[0]:
+		case <-gate.release:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -103,7 +129,7 @@ func clone(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
-func (s *memStore) Load(ctx context.Context, fn func(key, value []byte) error) error {
+func (s *memStore) Load(ctx context.Context, fn func(key, value []byte) error) (int64, error) {
 	s.mu.Lock()
 	gate := s.loadGate
 	s.mu.Unlock()
@@ -111,7 +137,7 @@ func (s *memStore) Load(ctx context.Context, fn func(key, value []byte) error) e
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 	}
 	s.mu.Lock()
@@ -119,10 +145,10 @@ func (s *memStore) Load(ctx context.Context, fn func(key, value []byte) error) e
 	s.mu.Unlock()
 	for _, r := range recs {
 		if err := fn(r.Key, r.Value); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return int64(len(recs)), nil
 }
 
 // fail makes the next Appends fail with errs (nothing is appended).
@@ -168,6 +194,11 @@ func (s *memStore) moveLeadership(epoch int32, keep int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.recs, s.epoch = s.recs[:keep], epoch
+	for end := range s.gates {
+		if end > int64(keep) {
+			delete(s.gates, end) // the appends it held are gone
+		}
+	}
 }
 
 func (s *memStore) appendCount() int {

@@ -71,6 +71,38 @@ func groupValue(g *group) []byte {
 	return v.AppendTo(nil)
 }
 
+// Encoded sizes, from the lengths of the parts (Kafka's formats: int16
+// string lengths, int32 bytes lengths, null as length -1).
+func strSize(s string) int   { return 2 + len(s) }
+func bytesSize(b []byte) int { return 4 + len(b) }
+
+// offsetRecordSize bounds the size in a batch of an offset commit's record.
+func offsetRecordSize(group, topic, metadata string) int {
+	key := 2 + strSize(group) + strSize(topic) + 4
+	value := 2 + 8 + 4 + strSize(metadata) + 8
+	return recordOverhead + key + value
+}
+
+// tombstoneSize bounds the size in a batch of an offset's tombstone.
+func tombstoneSize(group, topic string) int {
+	return recordOverhead + 2 + strSize(group) + strSize(topic) + 4
+}
+
+// groupTombstoneSize bounds the size in a batch of a group's tombstone.
+func groupTombstoneSize(group string) int { return recordOverhead + 2 + strSize(group) }
+
+// groupRecordSize is the size in a batch of g's metadata record as
+// groupValue encodes it, computed without encoding it (a group's
+// subscriptions and assignments may add up to more than any batch).
+func groupRecordSize(g *group) int {
+	value := 2 + strSize(g.protocolType) + 4 + strSize(g.protocol) + strSize(g.leader) + 8 + 4
+	for _, m := range g.members {
+		value += strSize(m.id) + strSize(m.instanceID) + strSize(m.clientID) + strSize(m.clientHost) + 4 + 4 +
+			bytesSize(m.metadataFor(g.protocol)) + bytesSize(m.assignment)
+	}
+	return groupTombstoneSize(g.id) + value
+}
+
 // errBadRecord is a record of __consumer_offsets that cannot be decoded.
 var errBadRecord = errors.New("group: undecodable __consumer_offsets record")
 
