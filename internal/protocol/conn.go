@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
@@ -43,6 +45,12 @@ type pending struct {
 	version       int16
 	correlationID int32
 	resp          Response
+	// frame is the encoded response frame, for a response that was
+	// ready when handled (resp.Body set, no Later): the reader encodes
+	// it at once, so that its size counts against the budget and the
+	// connection's byte bound before the next request is read, and the
+	// decoded response is dropped. Nil otherwise.
+	frame []byte
 	// held is the request's share of the memory budget, released once
 	// its response is written.
 	held *held
@@ -97,6 +105,12 @@ type conn struct {
 	// owed is the bytes of the responses encoded into the write buffer
 	// but not yet written, released once they are. Write goroutine only.
 	owed int64
+	// writing is the bytes of charged that the write goroutine is
+	// writing to the socket at the moment (its owed during a Write), so
+	// that a request the client sends as soon as it has read those
+	// responses is not judged by bytes about to be released
+	// (ReserveResponse's floor).
+	writing atomic.Int64
 
 	closeOnce sync.Once
 }
@@ -236,6 +250,26 @@ func (c *conn) readLoop() {
 			return
 		}
 		p := pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, resp: resp, held: h}
+		if resp.Later == nil && !resp.NoResponse {
+			// Encoded now and counted: a response of any kind (a
+			// Metadata response can be thousands of times its
+			// request) holds budget and the connection's byte bound
+			// until written, so a client that does not read its
+			// responses stops being read from.
+			enc, ok := c.appendBody(nil, &p, resp.Body)
+			if !ok {
+				return
+			}
+			p.frame, p.resp.Body = enc, nil
+			switch d := int64(len(enc)) - h.response; {
+			case d > 0:
+				c.s.budget.Charge(d)
+				c.take(d)
+			case d < 0:
+				c.give(-d)
+			}
+			h.response = int64(len(enc))
+		}
 		select {
 		case c.queue <- p:
 		case <-c.ctx.Done():
@@ -391,12 +425,27 @@ func (c *conn) writeLoop() {
 				return
 			}
 		}
-		if buf, ok = c.encode(buf, &p); !ok {
-			c.flush(buf)
-			return
-		}
-		if p.held != nil {
-			c.owed += p.held.frame + p.held.response
+		switch {
+		case len(p.frame) >= flushThreshold:
+			// Written as it is rather than copied into buf.
+			if len(buf) > 0 {
+				if buf, ok = c.flush(buf); !ok {
+					return
+				}
+			}
+			c.owe(&p)
+			if _, ok = c.flush(p.frame); !ok {
+				return
+			}
+		case p.frame != nil:
+			buf = append(buf, p.frame...)
+			c.owe(&p)
+		default:
+			if buf, ok = c.encode(buf, &p); !ok {
+				c.flush(buf)
+				return
+			}
+			c.owe(&p)
 		}
 		// The response is encoded in buf: drop the decoded one (a fetch
 		// response's records, the Later closure holding the request)
@@ -413,6 +462,13 @@ func (c *conn) writeLoop() {
 				return
 			}
 		}
+	}
+}
+
+// owe adds what p holds to the bytes released once buf is written.
+func (c *conn) owe(p *pending) {
+	if p.held != nil {
+		c.owed += p.held.frame + p.held.response
 	}
 }
 
@@ -445,6 +501,20 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
 	if p.resp.NoResponse {
 		return buf, true
 	}
+	return c.appendBody(buf, p, body)
+}
+
+// appendBody appends the frame of p's response body to buf. It returns
+// false if the connection must close; buf then still holds what it held.
+func (c *conn) appendBody(buf []byte, p *pending, body kmsg.Response) (out []byte, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("protocol: panic encoding response; closing connection",
+				"key", p.key, "version", p.version, "correlation_id", p.correlationID,
+				"panic", r, "stack", string(debug.Stack()))
+			out, ok = buf, false
+		}
+	}()
 	if body == nil {
 		c.log.Error("protocol: handler returned no response; closing connection",
 			"key", p.key, "version", p.version, "correlation_id", p.correlationID)
@@ -467,7 +537,7 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
 	out, err := appendResponse(buf, p.correlationID, body)
 	if err != nil {
 		c.log.Error("protocol: cannot encode response; closing connection", "key", p.key, "err", err)
-		return out, false
+		return buf, false
 	}
 	return out, true
 }
@@ -486,6 +556,7 @@ func (c *conn) flush(buf []byte) ([]byte, bool) {
 	if c.s.cfg.WriteTimeout > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
 	}
+	c.writing.Store(c.owed)
 	_, err := c.nc.Write(buf)
 	if cap(buf) > keepWriteBuffer {
 		buf = nil
@@ -494,9 +565,11 @@ func (c *conn) flush(buf []byte) ([]byte, bool) {
 		if c.ctx.Err() == nil {
 			c.log.Debug("protocol: write failed; closing connection", "err", err)
 		}
+		c.writing.Store(0)
 		return buf, false
 	}
 	c.give(c.owed)
 	c.owed = 0
+	c.writing.Store(0)
 	return buf[:0], true
 }

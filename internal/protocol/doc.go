@@ -88,7 +88,12 @@
 //     written (a produce frame's records may be kept by the handler that
 //     long), the record bytes that handlers reserve for responses
 //     (Request.ReserveResponse, which the broker's fetch calls before it
-//     reads each partition), and what handlers take through Server.Budget
+//     reads each partition), the encoded size of every response that is
+//     ready when its request is handled (the reader encodes it at once and
+//     drops the decoded one, so a Metadata response thousands of times its
+//     request counts as much as a fetch's records; a Later response is
+//     encoded by the writer when it is ready, and written before the next
+//     is encoded), and what handlers take through Server.Budget
 //     (the broker's produce validation takes its decompression buffers from
 //     it). A connection's reader waits for room before it grows a frame
 //     beyond 64 KiB; smaller frames are counted but never wait, so that the
@@ -96,7 +101,9 @@
 //     acks=all produce is waiting for, a heartbeat) are never stuck behind
 //     bulk data. A fetch whose reservation finds the budget short reads
 //     less: down to nothing when its connection already holds response
-//     bytes (the client fetches again once it reads those), but at least
+//     bytes (the client fetches again once it reads those; bytes being
+//     written at that moment do not count, so a client that sends its
+//     next request as soon as it reads a response is not refused), but at least
 //     1 MiB (and always the first batch, KIP-74) for a request whose
 //     connection holds nothing else, so every connection keeps moving.
 //   - Config.MaxQueuedBytesPerConnection (queued.max.connection.bytes,

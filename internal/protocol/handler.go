@@ -55,7 +55,11 @@ func (r *Request) ReserveResponse(n int) int {
 	}
 	c := h.c
 	g := c.s.budget.Grant(int64(n))
-	if floor := min(int64(n), minResponseGrant); g < floor && h.response == 0 && c.charged.Load() <= h.frame {
+	// The connection holds nothing else when all it holds beyond this
+	// request's frame is being written (writing is read first: the
+	// writer lowers charged before it clears writing).
+	writing := c.writing.Load()
+	if floor := min(int64(n), minResponseGrant); g < floor && h.response == 0 && c.charged.Load()-writing <= h.frame {
 		c.s.budget.Charge(floor - g)
 		g = floor
 	}
