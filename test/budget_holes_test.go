@@ -135,3 +135,30 @@ func TestBudgetZeroPartitionMaxBytes(t *testing.T) {
 		t.Errorf("%d MiB live, over 5 times the budget", live>>20)
 	}
 }
+
+// Metadata describes a topic once however often it is named, as Kafka
+// does: one 60 KB request naming a 10-partition topic 20,000 times once got
+// a response of 200,000 partitions.
+func TestBudgetMetadataDedup(t *testing.T) {
+	b := StartBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e2eCreateTopic(ctx, t, b.Addr, "m", 10, nil)
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(9)
+	for range 20000 {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("m")
+		req.Topics = append(req.Topics, mt)
+	}
+	for range 3 {
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("absent")
+		req.Topics = append(req.Topics, mt)
+	}
+	rc := dialBad(t, b.Addr)
+	resp := rc.roundTrip(req).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 2 {
+		t.Fatalf("%d topics in the response, want 2 (m and absent, once each)", len(resp.Topics))
+	}
+}

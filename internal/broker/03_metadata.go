@@ -6,7 +6,8 @@ package broker
 // controllerID. Per partition: leader, leader epoch (v7+), replicas, ISR and
 // offline replicas (v5+: assigned replicas whose broker is not registered).
 // Topic ids from v10; v10+ lookups by id. All topics: a null list (v1+) or
-// an empty one (v0). Unknown topics are created when auto.create.topics.enable
+// an empty one (v0). A topic named more than once is described once, as by
+// Kafka. Unknown topics are created when auto.create.topics.enable
 // is set and the request allows it (v4+; always for older versions), and
 // the response then describes the new topic.
 
@@ -40,15 +41,28 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 		for name, t := range s.Topics {
 			byID[t.Topic.ID] = name
 		}
+		// Each topic once, however often it is named (Kafka keeps a
+		// set): a request naming one topic thousands of times must not
+		// get a response thousands of times its size.
+		seen := map[string]bool{}
+		seenIDs := map[meta.TopicID]bool{}
 		for _, t := range r.Topics {
 			switch {
 			case t.Topic != nil:
-				names = append(names, *t.Topic)
+				if !seen[*t.Topic] {
+					seen[*t.Topic] = true
+					names = append(names, *t.Topic)
+				}
 			case t.TopicID != [16]byte{}:
-				if name, ok := byID[meta.TopicID(t.TopicID)]; ok {
-					names = append(names, name)
-				} else {
-					unknownIDs = append(unknownIDs, meta.TopicID(t.TopicID))
+				id := meta.TopicID(t.TopicID)
+				if name, ok := byID[id]; ok {
+					if !seen[name] {
+						seen[name] = true
+						names = append(names, name)
+					}
+				} else if !seenIDs[id] {
+					seenIDs[id] = true
+					unknownIDs = append(unknownIDs, id)
 				}
 			}
 		}
