@@ -31,6 +31,8 @@ type Budget struct {
 	// waiting is the bytes of partial frames held by readers waiting in
 	// Acquire.
 	waiting int64
+	// waiters is the number of readers waiting in acquire.
+	waiters int
 	// changed is closed, and replaced, when used goes down, a reader
 	// starts waiting or the overdraft ends.
 	changed chan struct{}
@@ -155,9 +157,11 @@ func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error
 		return nil
 	}
 	b.waiting += held
+	b.waiters++
 	b.broadcastLocked() // others may now be the only ones able to move
 	defer func() {
 		b.waiting -= held
+		b.waiters--
 		b.mu.Unlock()
 	}()
 	for {
@@ -178,6 +182,16 @@ func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error
 		}
 		b.mu.Lock()
 	}
+}
+
+// contended reports whether a reader is waiting for room.
+func (b *Budget) contended() bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.waiters > 0
 }
 
 // frameDone ends reader's overdraft, if it has it, once its frame is read

@@ -4,6 +4,7 @@ package protocol
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -85,5 +86,47 @@ func TestBudgetFloorAfterWrite(t *testing.T) {
 	}
 	if z := h.zero.Load(); z > 0 {
 		t.Errorf("%d of %d sequential requests on a full budget were granted nothing", z, h.handled.Load())
+	}
+}
+
+// A client that sends part of a large frame and stalls, once granted its
+// bytes, is not waiting for the budget: nothing else let other large
+// frames (a follower's Fetch of thousands of partitions, a Metadata request
+// for thousands of topics) through before IdleTimeout closed it. With
+// StallTimeout it is closed once it stalls while others wait; disabled,
+// the old behaviour: the large request is not answered.
+func TestBudgetStalledFrameClosed(t *testing.T) {
+	for _, tc := range []struct {
+		stall    time.Duration
+		answered bool
+	}{{500 * time.Millisecond, true}, {-1, false}} {
+		t.Run(fmt.Sprintf("StallTimeout=%v", tc.stall), func(t *testing.T) {
+			const budget = 1 << 20
+			s, addr := startServer(t, Config{QueuedMaxBytes: budget, IdleTimeout: time.Minute, StallTimeout: tc.stall}, &testHandler{})
+			slow := dialRaw(t, addr)
+			slow.write(produceFrameHeader(90 << 20))
+			slow.write(make([]byte, 600<<10)) // and then nothing more
+			waitFor(t, ioTimeout, func() error {
+				if u := s.budget.Used(); u < budget {
+					return fmt.Errorf("used %d", u)
+				}
+				return nil
+			})
+			var topics []string
+			for i := range 8000 {
+				topics = append(topics, fmt.Sprintf("topic-%06d", i))
+			}
+			frame := AppendRequest(nil, metadataRequest(9, topics...), 1, &testClientID)
+			c := dialRaw(t, addr)
+			c.write(frame)
+			c.nc.SetReadDeadline(time.Now().Add(3 * time.Second))
+			_, err := ReadResponse(c.br, 64<<20)
+			if got := err == nil; got != tc.answered {
+				t.Fatalf("%d-byte Metadata request beside a stalled 600 KiB partial frame: answered %v (%v), want %v", len(frame), got, err, tc.answered)
+			}
+			if tc.answered {
+				slow.expectClosed()
+			}
+		})
 	}
 }

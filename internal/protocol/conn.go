@@ -326,7 +326,30 @@ func (c *conn) readFrame(br *bufio.Reader, size int) ([]byte, error) {
 		return frame, err
 	}
 	defer budget.frameDone(c)
+	// The caller set the read deadline to IdleTimeout from now; while
+	// others wait for the budget, this frame must also progress by
+	// smallFrame bytes every StallTimeout (from its last growth, since
+	// waiting for the budget is not the client's fault), or the
+	// connection is closed and what the frame holds given back.
+	var idleEnd time.Time
+	if c.s.cfg.IdleTimeout > 0 {
+		idleEnd = time.Now().Add(c.s.cfg.IdleTimeout)
+	}
+	stall := c.s.cfg.StallTimeout
 	var frame []byte
+	var mark int
+	var check time.Time
+	checkpoint := func(now time.Time) {
+		if stall <= 0 {
+			return
+		}
+		mark, check = len(frame), now.Add(stall)
+		d := check
+		if !idleEnd.IsZero() && idleEnd.Before(d) {
+			d = idleEnd
+		}
+		c.nc.SetReadDeadline(d)
+	}
 	for len(frame) < size {
 		if len(frame) == cap(frame) {
 			n := min(max(2*cap(frame), smallFrame), size)
@@ -336,18 +359,37 @@ func (c *conn) readFrame(br *bufio.Reader, size int) ([]byte, error) {
 			}
 			c.take(grow)
 			frame = append(make([]byte, 0, n), frame...)
+			checkpoint(time.Now())
 		}
 		m, err := br.Read(frame[len(frame):cap(frame)])
 		frame = frame[:len(frame)+m]
+		now := time.Now()
 		if err != nil {
-			if err == io.EOF {
-				err = io.ErrUnexpectedEOF
+			var ne net.Error
+			if stall <= 0 || !errors.As(err, &ne) || !ne.Timeout() || !idleEnd.IsZero() && !now.Before(idleEnd) {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return frame, err
 			}
-			return frame, err
+			// The stall check's deadline: see below.
+		}
+		if stall > 0 && !now.Before(check) {
+			if len(frame)-mark < smallFrame && budget.contended() {
+				return frame, fmt.Errorf("%w: %d of %d bytes sent, under %d in the last %v while others wait for the memory budget",
+					errStalled, len(frame), size, smallFrame, stall)
+			}
+			checkpoint(now)
+		} else if err != nil {
+			checkpoint(now)
 		}
 	}
 	return frame, nil
 }
+
+// errStalled closes a connection whose large frame stopped progressing
+// while others waited for the memory budget (Config.StallTimeout).
+var errStalled = errors.New("protocol: frame stalled")
 
 func (c *conn) setReadDeadline() {
 	if c.s.cfg.IdleTimeout > 0 {

@@ -64,13 +64,17 @@
 //   - Config.IdleTimeout (connections.max.idle.ms, 10 minutes) closes a
 //     connection that starts no request for that long, or whose client
 //     takes longer than that to send the rest of a frame after its size
-//     prefix. Config.WriteTimeout (30 s) bounds every write, closing a
+//     prefix. Config.StallTimeout (10 s) closes sooner a connection whose
+//     large frame stalls while others wait for the memory budget (below).
+//     Config.WriteTimeout (30 s) bounds every write, closing a
 //     connection whose client stops reading responses.
 //   - Config.MaxConnections (max.connections) closes new connections beyond
 //     it at once, and so do Config.MaxConnectionsPerIP
 //     (max.connections.per.ip) and its per-address overrides for the
 //     connections of one remote IP address; all unlimited by default, as in
-//     Kafka.
+//     Kafka. Unlike Kafka's (KIP-402, which exempts the inter-broker
+//     listener), max.connections makes no exception for other brokers: a
+//     limit that clients reach refuses followers' connections too.
 //
 // # Memory budget
 //
@@ -135,10 +139,17 @@
 // plus one frame, plus what does not wait (frames under 64 KiB, at most
 // MaxQueuedBytesPerConnection per connection; 1 MiB and one batch per
 // fetching connection; one decompression over the budget at a time, in
-// internal/records). What the budget cannot prevent: a client that sends
-// most of a large frame and then stalls holds those bytes until
-// IdleTimeout closes it, and large frames of other clients wait for them
-// meanwhile (small ones do not). Go's garbage collector lets the heap grow
+// internal/records). A client that sends part of a large frame and then
+// stalls would hold those bytes until IdleTimeout closes it, and large
+// frames of other clients would wait for them meanwhile: while any reader
+// waits for room, a large frame that gets less than 64 KiB further in
+// Config.StallTimeout (10 s) closes its connection, giving its bytes back.
+// Large frames are not only bulk produce: a follower's Fetch v12 of more
+// than about 2,000 partitions, a SyncGroup of a large group, a Metadata
+// request naming thousands of topics are over 64 KiB and wait for room
+// like any; what they wait for is written responses, handlers finishing,
+// or at most StallTimeout for stalled clients to be closed. Followers get
+// no headroom of their own (Kafka's memory pool has none either). Go's garbage collector lets the heap grow
 // to about twice what is live (GOGC=100) before it collects; the hostile
 // test (test/badinput_memory_test.go) measures a peak heap of about 2.5
 // times the budget under attack.

@@ -22,8 +22,10 @@ const (
 
 	// produceKey is Produce's API key, the one request exempt from
 	// MaxNonProduceRequestBytes.
-	produceKey          = 0
-	DefaultIdleTimeout  = 10 * time.Minute
+	produceKey         = 0
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultStallTimeout is the default of Config.StallTimeout.
+	DefaultStallTimeout = 10 * time.Second
 	DefaultWriteTimeout = 30 * time.Second
 	DefaultMaxInFlight  = 100
 	// DefaultQueuedMaxBytes is the default server-wide memory budget of the
@@ -60,6 +62,14 @@ type Config struct {
 	// one that takes longer than this to send a frame once its size prefix
 	// has arrived (a client stalled mid-request). Negative disables it.
 	IdleTimeout time.Duration
+	// StallTimeout (default DefaultStallTimeout; negative disables it):
+	// while other connections wait for the memory budget, a connection
+	// whose client sends less than 64 KiB of a frame over 64 KiB within
+	// this long is closed, giving back what its partial frame holds, so
+	// that a client that sends part of a large frame and stalls cannot
+	// keep others' large requests waiting until IdleTimeout. Samsa's own:
+	// Kafka has no memory pool by default.
+	StallTimeout time.Duration
 	// WriteTimeout bounds each write of responses (default 30 seconds), so
 	// that a client that stops reading cannot pin the connection's
 	// goroutines and buffers. Negative disables it.
@@ -116,6 +126,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = DefaultMaxInFlight
