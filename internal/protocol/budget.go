@@ -17,8 +17,9 @@ import (
 // holding bytes that a waiter needs, except readers with partial frames.
 // Readers wait for bytes to be released, which the write goroutines do as
 // responses are written; should every byte in use belong to the partial
-// frames of readers that are themselves waiting, one of them finishes its
-// frame over the budget (see acquire) rather than all waiting for ever.
+// frames of readers that are themselves waiting, or to small frames, one
+// of them finishes its frame over the budget (see acquire) rather than all
+// waiting for ever.
 //
 // A Budget with a limit of 0 or less counts but never refuses; a nil
 // *Budget neither counts nor refuses.
@@ -33,6 +34,11 @@ type Budget struct {
 	waiting int64
 	// waiters is the number of readers waiting in acquire.
 	waiters int
+	// small is the bytes of whole request frames of up to smallFrame
+	// (chargeSmall) not yet released: requests handled or parked, whose
+	// bytes a waiting reader cannot count on being released soon (a
+	// long poll, a client that reads no responses).
+	small int64
 	// changed is closed, and replaced, when used goes down, a reader
 	// starts waiting or the overdraft ends.
 	changed chan struct{}
@@ -125,7 +131,22 @@ func (b *Budget) Charge(n int64) {
 }
 
 // Release returns n bytes.
-func (b *Budget) Release(n int64) {
+func (b *Budget) Release(n int64) { b.release(n, 0) }
+
+// chargeSmall charges the n bytes of a small request frame (never more
+// than smallFrame): see small.
+func (b *Budget) chargeSmall(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used += n
+	b.small += n
+	b.mu.Unlock()
+}
+
+// release returns n bytes, small of them charged by chargeSmall.
+func (b *Budget) release(n, small int64) {
 	if b == nil {
 		return
 	}
@@ -134,18 +155,21 @@ func (b *Budget) Release(n int64) {
 	}
 	b.mu.Lock()
 	b.used -= n
+	b.small -= small
 	b.broadcastLocked()
 	b.mu.Unlock()
 }
 
 // acquire takes n bytes for the frame that reader is reading, waiting
 // until they fit or ctx is done. held is the bytes of that frame already
-// taken: while the reader waits they count as stuck. When every byte in use
-// is stuck so, nothing would ever be released: one waiting reader then
+// taken: while the reader waits they count as stuck. Small frames (see
+// small) count as stuck too: a parked long poll or a client that reads no
+// responses holds them for as long as it likes. When every byte in use
+// is stuck so, nothing might be released: one waiting reader then
 // becomes the overdraft reader, which takes the rest of its frame without
 // waiting until it calls frameDone, and the others go on waiting. So the
-// budget is exceeded by at most one frame, and only when nothing else can
-// move.
+// budget is exceeded by at most one frame, and only when nothing else is
+// sure to move.
 func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error {
 	if b == nil || n <= 0 {
 		return nil
@@ -165,7 +189,7 @@ func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error
 		b.mu.Unlock()
 	}()
 	for {
-		if b.overdraft == nil && b.used <= b.waiting {
+		if b.overdraft == nil && b.used <= b.waiting+b.small {
 			b.overdraft = reader
 		}
 		if b.fitsLocked(n) || b.overdraft == reader {

@@ -130,3 +130,58 @@ func TestBudgetStalledFrameClosed(t *testing.T) {
 		})
 	}
 }
+
+// A frame that does not fit beside what others hold waited while anything
+// at all was held: a long poll parked with its 100-byte frame kept a 3 MiB
+// produce (budget 1 MiB) waiting for ever. Small frames (parked requests,
+// pipelined requests of clients that read nothing) are not released on
+// any schedule, so a waiting reader may finish its frame over the budget
+// when all that is in use is theirs and partial frames.
+func TestBudgetFrameBesideParkedRequest(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := &testHandler{hook: func(ctx context.Context, req *Request) (Response, bool) {
+		switch body := req.Body.(type) {
+		case *kmsg.ProduceRequest:
+			return Response{Body: body.ResponseKind()}, true
+		case *kmsg.MetadataRequest:
+			return Response{Later: func() kmsg.Response {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return metadataResponse(req, body)
+			}}, true
+		}
+		return Response{}, false
+	}}
+	s, addr := startServer(t, Config{QueuedMaxBytes: 1 << 20}, h)
+	parked := dialRaw(t, addr)
+	parked.send(metadataRequest(9, "park"), 1)
+	waitFor(t, ioTimeout, func() error {
+		if s.budget.Used() == 0 {
+			return fmt.Errorf("not parked yet")
+		}
+		return nil
+	})
+	for _, size := range []int{1 << 20, 3 << 20} {
+		req := kmsg.NewPtrProduceRequest()
+		req.SetVersion(9)
+		req.Acks = 1
+		topic := kmsg.NewProduceRequestTopic()
+		topic.Topic = "t"
+		part := kmsg.NewProduceRequestTopicPartition()
+		part.Records = make([]byte, size-100)
+		topic.Partitions = append(topic.Partitions, part)
+		req.Topics = append(req.Topics, topic)
+		c := dialRaw(t, addr)
+		go c.nc.Write(AppendRequest(nil, req, 1, nil))
+		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := ReadResponse(c.br, 1<<20); err != nil {
+			t.Fatalf("a %d-byte produce (budget 1 MiB) not answered in 5s beside one parked request: %v", size, err)
+		}
+	}
+	if u := s.budget.Used(); u > smallFrame {
+		t.Errorf("budget used %d once the produces are answered", u)
+	}
+}

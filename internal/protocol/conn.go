@@ -65,6 +65,8 @@ type held struct {
 	c        *conn
 	frame    int64
 	response int64
+	// small: the frame was charged by chargeSmall.
+	small bool
 }
 
 // conn is one client connection.
@@ -103,8 +105,13 @@ type conn struct {
 	// releases bytes, for a reader paused on MaxQueuedBytesPerConnection.
 	released chan struct{}
 	// owed is the bytes of the responses encoded into the write buffer
-	// but not yet written, released once they are. Write goroutine only.
-	owed int64
+	// but not yet written, released once they are; owedSmall is the part
+	// of it that is small frames (Budget.chargeSmall). Write goroutine
+	// only.
+	owed, owedSmall int64
+	// small is the bytes of small frames the connection holds (see
+	// Budget.small).
+	small atomic.Int64
 	// writing is the bytes of charged that the write goroutine is
 	// writing to the socket at the moment (its owed during a Write), so
 	// that a request the client sends as soon as it has read those
@@ -140,12 +147,17 @@ func newConn(s *Server, nc net.Conn) *conn {
 func (c *conn) take(n int64) { c.charged.Add(n) }
 
 // give releases n of the connection's bytes to the server's budget.
-func (c *conn) give(n int64) {
+func (c *conn) give(n int64) { c.giveSmall(n, 0) }
+
+// giveSmall releases n of the connection's bytes to the server's budget,
+// small of them small frames'.
+func (c *conn) giveSmall(n, small int64) {
 	if n <= 0 {
 		return
 	}
 	c.charged.Add(-n)
-	c.s.budget.Release(n)
+	c.small.Add(-small)
+	c.s.budget.release(n, small)
 	select {
 	case c.released <- struct{}{}:
 	default:
@@ -179,7 +191,7 @@ func (c *conn) readLoop() {
 		<-c.writerDone
 		// Responses dropped unwritten, a partial frame: whatever the
 		// connection still holds goes back to the budget.
-		c.give(c.charged.Load())
+		c.giveSmall(c.charged.Load(), c.small.Load())
 		c.s.removeConn(c)
 	}()
 	// Closing the queue lets the writer finish what was handled before
@@ -231,7 +243,7 @@ func (c *conn) readLoop() {
 		}
 		c.setReadDeadline()
 		frame, err := c.readFrame(br, int(size))
-		h := &held{c: c, frame: int64(cap(frame))}
+		h := &held{c: c, frame: int64(cap(frame)), small: size <= smallFrame}
 		if err != nil {
 			c.logReadError(err, false)
 			c.shutdown()
@@ -319,8 +331,9 @@ func (c *conn) waitQueuedBytes() bool {
 func (c *conn) readFrame(br *bufio.Reader, size int) ([]byte, error) {
 	budget := c.s.budget
 	if size <= smallFrame {
-		budget.Charge(int64(size))
+		budget.chargeSmall(int64(size))
 		c.take(int64(size))
+		c.small.Add(int64(size))
 		frame := make([]byte, size)
 		_, err := io.ReadFull(br, frame)
 		return frame, err
@@ -511,6 +524,9 @@ func (c *conn) writeLoop() {
 func (c *conn) owe(p *pending) {
 	if p.held != nil {
 		c.owed += p.held.frame + p.held.response
+		if p.held.small {
+			c.owedSmall += p.held.frame
+		}
 	}
 }
 
@@ -591,8 +607,8 @@ func (c *conn) appendBody(buf []byte, p *pending, body kmsg.Response) (out []byt
 // until then the encoded responses are in buf.
 func (c *conn) flush(buf []byte) ([]byte, bool) {
 	if len(buf) == 0 {
-		c.give(c.owed)
-		c.owed = 0
+		c.giveSmall(c.owed, c.owedSmall)
+		c.owed, c.owedSmall = 0, 0
 		return buf, true
 	}
 	if c.s.cfg.WriteTimeout > 0 {
@@ -610,8 +626,8 @@ func (c *conn) flush(buf []byte) ([]byte, bool) {
 		c.writing.Store(0)
 		return buf, false
 	}
-	c.give(c.owed)
-	c.owed = 0
+	c.giveSmall(c.owed, c.owedSmall)
+	c.owed, c.owedSmall = 0, 0
 	c.writing.Store(0)
 	return buf[:0], true
 }
