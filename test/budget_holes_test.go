@@ -52,7 +52,7 @@ func holesFetch(topic string, minBytes, maxBytes, partitionMaxBytes int32) *kmsg
 // wait) holds none of the records it read: three of them once held the
 // whole budget, and a producer's 1 MB batch then waited for ever.
 func TestBudgetParkedFetchHoldsNoRecords(t *testing.T) {
-	b := StartBroker(t, func(c *broker.Config) { c.QueuedMaxRequestBytes = 8 << 20 })
+	b := StartBroker(t, func(c *broker.Config) { c.QueuedMaxRequestBytes, c.SocketRequestMaxBytes = 8<<20, 8<<20 })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e2eCreateTopic(ctx, t, b.Addr, "parked", 1, nil)
@@ -95,7 +95,7 @@ func TestBudgetParkedFetchHoldsNoRecords(t *testing.T) {
 // fetches and never read held 16 MiB each, whatever the budget.
 func TestBudgetZeroPartitionMaxBytes(t *testing.T) {
 	const budget = 8 << 20
-	b := StartBroker(t, func(c *broker.Config) { c.QueuedMaxRequestBytes = budget })
+	b := StartBroker(t, func(c *broker.Config) { c.QueuedMaxRequestBytes, c.SocketRequestMaxBytes = budget, budget })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	e2eCreateTopic(ctx, t, b.Addr, "zero", 1, nil)

@@ -566,6 +566,11 @@ func (c *Config) validate() error {
 	if c.DataDir == "" {
 		return fmt.Errorf("%w: log.dirs is empty", ErrConfig)
 	}
+	// As Kafka requires: the budget must hold the largest request, or
+	// such a request would wait for room the budget never has.
+	if c.QueuedMaxRequestBytes > 0 && c.QueuedMaxRequestBytes < int64(c.SocketRequestMaxBytes) {
+		return fmt.Errorf("%w: queued.max.request.bytes (%d) must be at least socket.request.max.bytes (%d), or -1", ErrConfig, c.QueuedMaxRequestBytes, c.SocketRequestMaxBytes)
+	}
 	if c.MaxConnectionsPerIP == 0 && len(c.MaxConnectionsPerIPOverrides) == 0 {
 		return fmt.Errorf("%w: max.connections.per.ip can be 0 only with max.connections.per.ip.overrides", ErrConfig)
 	}

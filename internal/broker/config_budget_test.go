@@ -41,6 +41,24 @@ func TestConfigRequestBudget(t *testing.T) {
 	if p.MaxConnectionsPerIP >= 0 || p.MaxConnectionsPerIPOverrides["127.0.0.1"] != 5 || p.MaxConnectionsPerIPOverrides["::1"] != 7 {
 		t.Fatalf("per IP %d, overrides %v; want none but 127.0.0.1:5 and ::1:7", p.MaxConnectionsPerIP, p.MaxConnectionsPerIPOverrides)
 	}
+	// As in Kafka, the budget must hold the largest request.
+	for _, kv := range [][2]string{{"queued.max.request.bytes", "104857599"}, {"queued.max.request.bytes", "104857600"}, {"socket.request.max.bytes", "104857601"}} {
+		if err := c.Set(kv[0], kv[1]); err != nil {
+			t.Fatalf("Set(%s, %s): %v", kv[0], kv[1], err)
+		}
+		err := c.validate()
+		if want := c.QueuedMaxRequestBytes < int64(c.SocketRequestMaxBytes); errors.Is(err, ErrConfig) != want {
+			t.Fatalf("queued.max.request.bytes %d, socket.request.max.bytes %d: %v, want an error %v", c.QueuedMaxRequestBytes, c.SocketRequestMaxBytes, err, want)
+		}
+	}
+	for _, kv := range [][2]string{{"queued.max.request.bytes", "-1"}, {"socket.request.max.bytes", "104857600"}} {
+		if err := c.Set(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Set("max.connections.per.ip.overrides", ""); err != nil {
 		t.Fatal(err)
 	}
