@@ -2,11 +2,13 @@ package records
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -76,11 +78,30 @@ func decompress(codec int, src, dst []byte, limit int) ([]byte, error) {
 	return dst[:0], fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, codec)
 }
 
-// overBudget serializes the decompressions that find no room in their
-// memory budget: they run one at a time, outside it, rather than fail (a
-// producer would take MESSAGE_TOO_LARGE for a batch that is not) or wait
-// for room that the waiting requests themselves may hold.
-var overBudget sync.Mutex
+// overBudget serializes the large decompressions that find no room in
+// their memory budget: they run one at a time, outside it, rather than fail
+// at once (a producer would take MESSAGE_TOO_LARGE for a batch that is not)
+// or wait for room that the waiting requests themselves may hold. A
+// decompression waits for its turn at most overBudgetWait, then fails with
+// ErrDecompressBusy (retriable), so that a stream of bombs cannot hold
+// other producers' batches for ever.
+var overBudget = make(chan struct{}, 1)
+
+// overBudgetWait: see overBudget. A variable for tests.
+var overBudgetWait = 5 * time.Second
+
+// overBudgetSmall is the largest try that runs outside a full budget
+// without waiting for overBudget: four times a compressed size of at most
+// 64 KiB, which the request frame holding it has already taken from the
+// budget, so these add at most four times what the budget counts for
+// them, and a small batch never waits behind the large ones.
+const overBudgetSmall = 256 << 10
+
+// ErrDecompressBusy: a batch that did not fit the memory budget waited
+// overBudgetWait for its turn to decompress outside it. It wraps
+// context.DeadlineExceeded, which the broker answers REQUEST_TIMED_OUT
+// (retriable: the producer sends the batch again).
+var ErrDecompressBusy = fmt.Errorf("records: no memory to decompress the batch: %w", context.DeadlineExceeded)
 
 // decompressWithin decompresses src into buf (see decompress), taking the
 // output's bytes from m first. It tries a cap of four times the compressed
@@ -89,8 +110,9 @@ var overBudget sync.Mutex
 // a retry costs a second decompression, rare and bounded, where taking
 // limit bytes for every batch would let a few batches fill the budget. When
 // m has no room for a try, the rest runs under overBudget with the full
-// limit. The returned func gives the bytes back; call it once the output is
-// no longer used.
+// limit (a try of at most overBudgetSmall runs first, without waiting),
+// waiting at most overBudgetWait for its turn. The returned func gives the
+// bytes back; call it once the output is no longer used.
 func decompressWithin(m MemoryBudget, codec int, src []byte, buf *buffer, limit int) (out []byte, release func(), err error) {
 	if m == nil {
 		buf.b, err = decompress(codec, src, buf.b, limit)
@@ -99,9 +121,21 @@ func decompressWithin(m MemoryBudget, codec int, src []byte, buf *buffer, limit 
 	try := min(limit, max(4*len(src), minBuffer))
 	for {
 		if !m.TryAcquire(int64(try)) {
-			overBudget.Lock()
+			if try <= overBudgetSmall {
+				buf.b, err = decompress(codec, src, buf.b, try)
+				if err == nil || try >= limit || !errors.Is(err, ErrDecompressedTooLarge) {
+					return buf.b, func() {}, err
+				}
+			}
+			timer := time.NewTimer(overBudgetWait)
+			defer timer.Stop()
+			select {
+			case overBudget <- struct{}{}:
+			case <-timer.C:
+				return buf.b[:0], func() {}, ErrDecompressBusy
+			}
 			buf.b, err = decompress(codec, src, buf.b, limit)
-			return buf.b, overBudget.Unlock, err
+			return buf.b, func() { <-overBudget }, err
 		}
 		buf.b, err = decompress(codec, src, buf.b, try)
 		if err == nil || try >= limit || !errors.Is(err, ErrDecompressedTooLarge) {

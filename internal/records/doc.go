@@ -57,6 +57,7 @@
 //	                                                                ErrProducerFields, ErrMalformedRecord,
 //	                                                                ErrOffsetDelta, ErrMissingKey
 //	ErrBadLimits (caller bug)  UNKNOWN_SERVER_ERROR (-1)
+//	ErrDecompressBusy          REQUEST_TIMED_OUT (7)                wraps context.DeadlineExceeded, not a kind
 //
 // These are the codes Kafka answers for the same input, with these
 // exceptions, all made because samsa stores the bytes as they are:
@@ -120,9 +121,14 @@
 // costs a second decompression, where taking the full cap for every batch
 // would let a few batches fill the budget. A decompression that finds no
 // room neither fails (a producer would take MESSAGE_TOO_LARGE for a batch
-// that is not) nor waits (the waiting requests may hold the budget
-// themselves): it runs outside the budget, one at a time process-wide, so
-// decompression adds at most one batch's worth over the budget.
+// that is not) nor waits for room (the waiting requests may hold the
+// budget themselves): a small one (a try of at most 256 KiB, four times a
+// compressed size the request frame already counts) runs outside the
+// budget at once; a larger one runs outside it one at a time process-wide,
+// waiting at most 5 s for its turn, then fails with ErrDecompressBusy
+// (REQUEST_TIMED_OUT, retriable), so that a stream of decompression bombs
+// neither holds other producers' batches for ever nor adds more than one
+// large batch's worth (and four times the small frames') over the budget.
 //
 // ForEachRecord iterates the records of a stored batch with the same
 // decoder and limits, for uses such as ListOffsets by timestamp.
