@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,4 +185,62 @@ func TestBudgetFrameBesideParkedRequest(t *testing.T) {
 	if u := s.budget.Used(); u > smallFrame {
 		t.Errorf("budget used %d once the produces are answered", u)
 	}
+}
+
+// A frame of up to 64 KiB was allocated in full at its size prefix:
+// clients that sent 64 KiB size prefixes and nothing more held 64 KiB
+// each, whatever the budget.
+func TestBudgetSmallFrameSlowloris(t *testing.T) {
+	const budget = 1 << 20
+	s, addr := startServer(t, Config{QueuedMaxBytes: budget}, &testHandler{})
+	const n = 100
+	for range n {
+		c := dialRaw(t, addr)
+		c.write(produceFrameHeader(smallFrame)) // and nothing more
+	}
+	waitFor(t, ioTimeout, func() error {
+		if s.NumConnections() < n {
+			return fmt.Errorf("%d connections", s.NumConnections())
+		}
+		return nil
+	})
+	time.Sleep(200 * time.Millisecond)
+	if u := s.budget.Used(); u > budget {
+		t.Errorf("%d connections that sent a 64 KiB size prefix and a header hold %d bytes, budget %d", n, u, budget)
+	}
+}
+
+// An idle connection kept the write buffer of its last responses (up to 1
+// MiB), counted nowhere.
+func TestBudgetIdleWriteBuffer(t *testing.T) {
+	h := HandlerFunc(func(_ context.Context, req *Request) Response {
+		return Response{Later: func() kmsg.Response {
+			resp := kmsg.NewPtrSASLAuthenticateResponse()
+			resp.SASLAuthBytes = make([]byte, 900<<10)
+			return resp
+		}}
+	})
+	_, addr := startServer(t, Config{}, h)
+	runtime.GC()
+	before := heapLive()
+	const n = 50
+	for range n {
+		c := dialRaw(t, addr)
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SetVersion(2)
+		c.roundTrip(req, 1)
+	}
+	time.Sleep(100 * time.Millisecond)
+	runtime.GC()
+	grown := heapLive() - before
+	t.Logf("%d idle connections after one 900 KiB response each: heap +%d KiB", n, grown>>10)
+	if grown > n*300<<10 {
+		t.Errorf("%d idle connections hold %d KiB more heap (%d KiB each)", n, grown>>10, grown/n>>10)
+	}
+}
+
+func heapLive() int64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

@@ -32,6 +32,12 @@ const (
 	// charged to the memory budget without waiting for room; larger ones
 	// grow from this size as their bytes arrive (readFrame).
 	smallFrame = 64 << 10
+	// smallFrameStart is the first allocation of a small frame whose
+	// bytes have not all arrived yet.
+	smallFrameStart = 4 << 10
+	// idleWriteBuffer is the largest write buffer kept while the
+	// connection has nothing to write.
+	idleWriteBuffer = 64 << 10
 	// minResponseGrant is what ReserveResponse grants a request whose
 	// connection holds no other response bytes even when the budget has
 	// less free, so that a consumer keeps making some progress while
@@ -316,7 +322,8 @@ func (c *conn) waitQueuedBytes() bool {
 }
 
 // readFrame reads a frame of size bytes (the size prefix already read). A
-// frame of up to smallFrame bytes is read into one buffer, charged to the
+// frame of up to smallFrame bytes is read into one buffer if its bytes
+// have arrived (else one that grows from 4 KiB as they do), charged to the
 // budget without waiting: every request but bulk Produce is that small,
 // and none of them must wait behind bulk data (a follower's fetch, which
 // an acks=all produce holding the budget may be waiting for). A larger
@@ -331,12 +338,35 @@ func (c *conn) waitQueuedBytes() bool {
 func (c *conn) readFrame(br *bufio.Reader, size int) ([]byte, error) {
 	budget := c.s.budget
 	if size <= smallFrame {
-		budget.chargeSmall(int64(size))
-		c.take(int64(size))
-		c.small.Add(int64(size))
-		frame := make([]byte, size)
-		_, err := io.ReadFull(br, frame)
-		return frame, err
+		// Allocated as the bytes arrive (all at once when they have):
+		// a client that sends size prefixes and nothing more holds
+		// nothing.
+		var frame []byte
+		for len(frame) < size {
+			if len(frame) == cap(frame) {
+				if _, err := br.Peek(1); err != nil {
+					if err == io.EOF {
+						err = io.ErrUnexpectedEOF
+					}
+					return frame, err
+				}
+				n := min(size, max(2*cap(frame), len(frame)+br.Buffered(), smallFrameStart))
+				grow := int64(n - cap(frame))
+				budget.chargeSmall(grow)
+				c.take(grow)
+				c.small.Add(grow)
+				frame = append(make([]byte, 0, n), frame...)
+			}
+			m, err := br.Read(frame[len(frame):cap(frame)])
+			frame = frame[:len(frame)+m]
+			if err != nil {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return frame, err
+			}
+		}
+		return frame, nil
 	}
 	defer budget.frameDone(c)
 	// The caller set the read deadline to IdleTimeout from now; while
@@ -463,6 +493,9 @@ func (c *conn) writeLoop() {
 				continue
 			}
 		} else {
+			// Nothing to write: an idle connection keeps no large
+			// buffer, which the budget does not count.
+			buf = idleBuffer(buf)
 			select {
 			case p, ok = <-c.queue:
 			case <-c.ctx.Done():
@@ -528,6 +561,19 @@ func (c *conn) owe(p *pending) {
 			c.owedSmall += p.held.frame
 		}
 	}
+}
+
+// idleBuffer returns buf, or nil if it is larger than idleWriteBuffer. A
+// call rather than an if: the compiler turned the if into a conditional
+// move after the wait that follows, which kept the large buffer alive
+// during the wait.
+//
+//go:noinline
+func idleBuffer(buf []byte) []byte {
+	if cap(buf) > idleWriteBuffer {
+		return nil
+	}
+	return buf
 }
 
 // encode resolves p's response (calling Later if set) and appends its frame

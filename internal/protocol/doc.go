@@ -46,9 +46,12 @@
 //     header (10 bytes). Each request gets a buffer of its own, never
 //     reused, because the decoded body aliases it (Produce records, SASL
 //     bytes) and a handler may keep it. A frame of up to 64 KiB is read
-//     into one buffer of its size; a larger one's buffer starts at 64 KiB
-//     and doubles as its bytes arrive, so a client that claims 100 MB and
-//     sends them slowly (or never) holds what it has sent, not 100 MB.
+//     into one buffer of its size when its bytes have arrived, else into
+//     one that starts at 4 KiB and doubles as they do; a larger one's
+//     buffer starts at 64 KiB and doubles as its bytes arrive, so a client
+//     that claims 100 MB and sends them slowly (or never) holds what it
+//     has sent, not 100 MB. A connection with nothing to write keeps no
+//     write buffer over 64 KiB.
 //   - Every request but Produce is further capped at
 //     Config.MaxNonProduceRequestBytes (16 MiB): its API key is peeked
 //     before the body is read, and a larger frame closes the connection.
