@@ -237,3 +237,14 @@ func TestRackAwarePlacement(t *testing.T) {
 		t.Fatalf("without racks the order must stay: %s", got)
 	}
 }
+
+// The automatic leader rebalancing defaults are Kafka's, as docs/config.md
+// says (they were off: found by the container campaign's auto-rebalance
+// fault).
+func TestLeaderRebalanceDefaults(t *testing.T) {
+	c := DefaultConfig()
+	if !c.AutoLeaderRebalance || c.LeaderImbalanceCheckInterval != 300*time.Second || c.LeaderImbalancePercent != 10 {
+		t.Fatalf("auto.leader.rebalance.enable %v, leader.imbalance.check.interval.seconds %v, leader.imbalance.per.broker.percentage %d; want true, 300s, 10",
+			c.AutoLeaderRebalance, c.LeaderImbalanceCheckInterval, c.LeaderImbalancePercent)
+	}
+}
