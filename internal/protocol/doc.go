@@ -143,8 +143,8 @@
 // budget while the others go on waiting. So the request path holds at most QueuedMaxBytes,
 // plus one frame, plus what does not wait (frames under 64 KiB, at most
 // MaxQueuedBytesPerConnection per connection; 1 MiB and one batch per
-// fetching connection; one decompression over the budget at a time, in
-// internal/records). A client that sends part of a large frame and then
+// fetching connection; one large decompression over the budget at a time
+// and small ones of up to 256 KiB, in internal/records). A client that sends part of a large frame and then
 // stalls would hold those bytes until IdleTimeout closes it, and large
 // frames of other clients would wait for them meanwhile: while any reader
 // waits for room, a large frame that gets less than 64 KiB further in
