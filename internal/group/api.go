@@ -42,6 +42,17 @@ func (c *Coordinator) StartJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 	if req.ProtocolType == "" || len(req.Protocols) == 0 {
 		return fail(kerr.InconsistentGroupProtocol.Code)
 	}
+	// Strings that the group's metadata record could not hold (see
+	// maxRecordString) are refused before anything changes; a member id
+	// other than one handed out here is unknown anyway.
+	tooLong := len(instance) > maxRecordString || len(req.ProtocolType) > maxRecordString ||
+		len(clientID) > maxRecordString || len(clientHost) > maxRecordString
+	for _, p := range req.Protocols {
+		tooLong = tooLong || len(p.Name) > maxRecordString
+	}
+	if tooLong {
+		return fail(kerr.InvalidRequest.Code)
+	}
 	protocols := make([]protocol, len(req.Protocols))
 	for i, p := range req.Protocols {
 		protocols[i] = protocol{p.Name, p.Metadata}
@@ -461,8 +472,8 @@ func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(con
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = p.Partition, code
-				if code == 0 && p.Metadata != nil && len(*p.Metadata) > c.cfg.MaxMetadataBytes {
-					rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+				if code == 0 {
+					rp.ErrorCode = c.commitCode(t.Topic, p.Metadata)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -501,12 +512,12 @@ func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(con
 	size := 0
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
+			if c.commitCode(t.Topic, p.Metadata) != 0 {
+				continue
+			}
 			meta := ""
 			if p.Metadata != nil {
 				meta = *p.Metadata
-			}
-			if len(meta) > c.cfg.MaxMetadataBytes {
-				continue
 			}
 			o := Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: meta, CommitTimestamp: ts}
 			if req.Version < 6 {
@@ -548,6 +559,22 @@ func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(con
 		return answered(setAll(code))
 	}
 	return func(ctx context.Context) *kmsg.OffsetCommitResponse { return setAll(await(ctx, w)) }
+}
+
+// commitCode is the error of one partition's commit that is refused
+// whatever the group: a topic name longer than Kafka allows (no such
+// topic exists; it might not fit its record either, see maxRecordString)
+// is UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers a commit for a topic it
+// does not know, and metadata over offset.metadata.max.bytes (or over
+// what its record holds) OFFSET_METADATA_TOO_LARGE.
+func (c *Coordinator) commitCode(topic string, metadata *string) int16 {
+	switch {
+	case len(topic) > maxTopicName:
+		return kerr.UnknownTopicOrPartition.Code
+	case metadata != nil && len(*metadata) > min(c.cfg.MaxMetadataBytes, maxRecordString):
+		return kerr.OffsetMetadataTooLarge.Code
+	}
+	return 0
 }
 
 // StartFetchOffsets handles an OffsetFetch request (one group; versions up

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -345,8 +346,15 @@ func restoreGroup(g *group, v *kmsg.GroupMetadataValue, now time.Time) {
 }
 
 // newMemberID returns a fresh member id: the client id (or instance id)
-// and a random suffix, as Kafka forms them.
+// and a random suffix, as Kafka forms them. A prefix too long for the id
+// to fit its records (maxRecordString) is cut, at a character boundary.
 func newMemberID(prefix string) string {
+	if n := maxRecordString - 33; len(prefix) > n {
+		for n > 0 && !utf8.RuneStart(prefix[n]) {
+			n--
+		}
+		prefix = prefix[:n]
+	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return prefix + "-" + hex.EncodeToString(b[:])
@@ -355,7 +363,8 @@ func newMemberID(prefix string) string {
 // lookupLocked finds the shard of a group: NOT_COORDINATOR if its
 // partition is not led here, COORDINATOR_LOAD_IN_PROGRESS while loading.
 func (c *Coordinator) lookupLocked(groupID string) (*shard, int16) {
-	if groupID == "" {
+	if groupID == "" || len(groupID) > maxRecordString {
+		// A longer id does not fit its records (see maxRecordString).
 		return nil, kerr.InvalidGroupID.Code
 	}
 	sh, ok := c.shards[PartitionFor(groupID, c.partitions)]

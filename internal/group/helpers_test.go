@@ -45,6 +45,8 @@ type memStore struct {
 	maxBatch int
 	// down, when set, is what every Append returns.
 	down error
+	// failNth (review) refuses the append whose count is failNth.
+	failNth int
 }
 
 type memGate struct {
@@ -67,6 +69,9 @@ func (s *memStore) Append(epoch int32, recs []records.KV) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.appends++
+	if s.failNth > 0 && s.appends == s.failNth {
+		return 0, errStoreDown
+	}
 	if s.down != nil {
 		return 0, s.down
 	}

@@ -71,6 +71,21 @@ func groupValue(g *group) []byte {
 	return v.AppendTo(nil)
 }
 
+// maxRecordString is the longest string a record of __consumer_offsets
+// holds: Kafka's formats give strings an int16 length. A longer one would
+// be written with a length that wraps (kmsg's AppendString writes
+// int16(len)), and read back as another string followed by bytes that the
+// reader ignores: a group id of len(victim)+65536 bytes would read back as
+// the victim's key. So every string a write takes from a request is
+// checked against it first (lookupLocked, StartCommitOffsets, StartJoin),
+// and decodeRecord refuses a record whose length does not match its
+// fields.
+const maxRecordString = 1<<15 - 1
+
+// maxTopicName is the longest topic name Kafka allows: a commit for a
+// longer one cannot name a topic that exists.
+const maxTopicName = 249
+
 // Encoded sizes, from the lengths of the parts (Kafka's formats: int16
 // string lengths, int32 bytes lengths, null as length -1).
 func strSize(s string) int   { return 2 + len(s) }
@@ -117,6 +132,10 @@ type decoded struct {
 	meta      *kmsg.GroupMetadataValue
 }
 
+// decodeRecord takes a record apart. A key or value whose fields do not
+// add up to its length exactly (trailing bytes: a string written with a
+// wrapped length) is refused, so that such a record is skipped rather than
+// read as another key.
 func decodeRecord(key, value []byte) (decoded, error) {
 	if len(key) < 2 {
 		return decoded{}, fmt.Errorf("%w: key of %d bytes", errBadRecord, len(key))
@@ -127,11 +146,17 @@ func decodeRecord(key, value []byte) (decoded, error) {
 		if err := k.ReadFrom(key); err != nil {
 			return decoded{}, fmt.Errorf("%w: offset key: %v", errBadRecord, err)
 		}
+		if n := len(k.AppendTo(nil)); n != len(key) {
+			return decoded{}, fmt.Errorf("%w: offset key of %d bytes holds %d", errBadRecord, len(key), n)
+		}
 		d := decoded{group: k.Group, topic: k.Topic, partition: k.Partition, isOffset: true}
 		if value != nil {
 			var ov kmsg.OffsetCommitValue
 			if err := ov.ReadFrom(value); err != nil {
 				return decoded{}, fmt.Errorf("%w: offset value: %v", errBadRecord, err)
+			}
+			if n := len(ov.AppendTo(nil)); n != len(value) {
+				return decoded{}, fmt.Errorf("%w: offset value of %d bytes holds %d", errBadRecord, len(value), n)
 			}
 			le := int32(-1)
 			if ov.Version >= 3 {
@@ -145,11 +170,17 @@ func decodeRecord(key, value []byte) (decoded, error) {
 		if err := k.ReadFrom(key); err != nil {
 			return decoded{}, fmt.Errorf("%w: group key: %v", errBadRecord, err)
 		}
+		if n := len(k.AppendTo(nil)); n != len(key) {
+			return decoded{}, fmt.Errorf("%w: group key of %d bytes holds %d", errBadRecord, len(key), n)
+		}
 		d := decoded{group: k.Group}
 		if value != nil {
 			gv := new(kmsg.GroupMetadataValue)
 			if err := gv.ReadFrom(value); err != nil {
 				return decoded{}, fmt.Errorf("%w: group value: %v", errBadRecord, err)
+			}
+			if n := len(gv.AppendTo(nil)); n != len(value) {
+				return decoded{}, fmt.Errorf("%w: group value of %d bytes holds %d", errBadRecord, len(value), n)
 			}
 			d.meta = gv
 		}
