@@ -260,7 +260,7 @@ func (c *Coordinator) replaceStaticLocked(sh *shard, g *group, om *member, id, c
 		}
 		return true
 	}
-	prevDirty := g.metaDirty
+	prevDirty, prevSeq := g.metaDirty, g.metaSeq
 	w, code := c.writeGroupLocked(sh, g, func(code int16) {
 		// A revert whose own write is refused or fails leaves the group
 		// dirty: Tick writes it again until memory and the log agree.
@@ -271,7 +271,7 @@ func (c *Coordinator) replaceStaticLocked(sh *shard, g *group, om *member, id, c
 	if code != 0 {
 		// Nothing was written: memory is as before.
 		revert()
-		g.metaDirty = prevDirty
+		g.metaDirty, g.metaSeq = prevDirty, prevSeq
 	}
 	return w, code
 }
@@ -1061,7 +1061,7 @@ func (c *Coordinator) Tick() {
 			}
 			// A group whose latest metadata write failed is written again
 			// once settled (a rebalance in progress writes it anyway).
-			retry := g.metaDirty && !g.metaWriting && (g.state == stateStable || g.state == stateEmpty)
+			retry := g.metaDirty && g.metaWriting == 0 && (g.state == stateStable || g.state == stateEmpty)
 			if !dead && (persist || retry) {
 				changes = append(changes, c.groupChange(sh, g, nil))
 				owners = append(owners, g)
@@ -1081,7 +1081,7 @@ func (c *Coordinator) Tick() {
 			if code != 0 {
 				refused++
 				if owners[i] != nil {
-					owners[i].metaDirty = true
+					markDirtyLocked(owners[i])
 				}
 			}
 		}

@@ -580,16 +580,26 @@ func (c *Coordinator) currentLocked(sh *shard) bool { return c.shards[sh.partiti
 // committed: until then (or if it failed or was refused) the group is
 // marked dirty, and Tick writes a settled dirty group's metadata again
 // until one write commits (see retryLocked).
+//
+// Every attempt counts in g.metaSeq, refused ones too (markDirtyLocked):
+// only the outcome of the latest attempt says whether memory is in the
+// log, so an earlier write that commits later clears no mark.
 func (c *Coordinator) groupChange(sh *shard, g *group, onDone func(code int16)) change {
-	seq := g.metaSeq + 1
+	var seq int64
 	return change{
 		group: g.id,
 		size:  groupRecordSize(g),
 		build: func() []records.KV { return []records.KV{{Key: groupKey(g.id), Value: groupValue(g)}} },
-		apply: func() { g.metaSeq, g.metaWriting, g.stored = seq, true, true },
+		apply: func() {
+			g.metaSeq++
+			seq = g.metaSeq
+			g.metaWriting++
+			g.stored = true
+		},
 		done: func(code int16) {
+			g.metaWriting--
 			if g.metaSeq == seq {
-				g.metaWriting, g.metaDirty = false, code != 0
+				g.metaDirty = code != 0
 			}
 			if onDone != nil {
 				onDone(code)
@@ -598,12 +608,19 @@ func (c *Coordinator) groupChange(sh *shard, g *group, onDone func(code int16)) 
 	}
 }
 
+// markDirtyLocked records a refused write of g's metadata: memory may no
+// longer be what the log holds, and no write in flight clears the mark.
+func markDirtyLocked(g *group) {
+	g.metaSeq++
+	g.metaDirty = true
+}
+
 // writeGroupLocked appends g's metadata (see groupChange); if the append
 // is refused, g is dirty.
 func (c *Coordinator) writeGroupLocked(sh *shard, g *group, onDone func(code int16)) (*write, int16) {
 	w, code := c.appendLocked(sh, c.groupChange(sh, g, onDone))
 	if code != 0 {
-		g.metaDirty = true
+		markDirtyLocked(g)
 	}
 	return w, code
 }

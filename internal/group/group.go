@@ -151,12 +151,12 @@ type group struct {
 	// stored tells whether the group's latest metadata record appended (or
 	// loaded) is a value, not a tombstone or missing.
 	stored bool
-	// metaSeq numbers the group's metadata writes; metaWriting is set while
-	// the latest is in flight; metaDirty while memory's membership may not
-	// be the log's (the latest write failed or was refused), until a write
-	// of it commits.
+	// metaSeq numbers the attempts to write the group's metadata, refused
+	// ones included; metaWriting counts those in flight; metaDirty is set
+	// while memory's membership may not be the log's (the latest attempt
+	// failed or was refused), until the latest attempt commits.
 	metaSeq     int64
-	metaWriting bool
+	metaWriting int
 	metaDirty   bool
 }
 
