@@ -76,8 +76,8 @@ const defaultMaxMessageBytes = 1048588
 const loadChunk = 1 << 20
 
 // Load replays the partition from its start to its current end, which it
-// returns.
-func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte) error) (int64, error) {
+// returns; each record's end is its batch's (a batch is committed whole).
+func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte, end int64) error) (int64, error) {
 	l := s.lp.Log()
 	end := l.EndOffset()
 	for off := l.StartOffset(); off < end; {
@@ -108,7 +108,7 @@ func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte) error
 			}
 			var ferr error
 			err = records.ForEachRecord(batch, &h, 0, func(r records.Record) bool {
-				ferr = fn(r.Key, r.Value)
+				ferr = fn(r.Key, r.Value, next)
 				return ferr == nil
 			})
 			if err == nil {

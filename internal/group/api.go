@@ -669,10 +669,7 @@ func (c *Coordinator) StartFetchOffsets(req *kmsg.OffsetFetchRequest) func(conte
 // the commit timeout, that fails with ErrNotLeader if the shard no longer
 // leads in its epoch.
 func (c *Coordinator) fetchWaitLocked(sh *shard, group string) func(context.Context) error {
-	need := sh.loadEnd
-	if e, ok := sh.ends[group]; ok {
-		need = max(need, e)
-	}
+	need := sh.ends[group]
 	if need <= sh.committed {
 		delete(sh.ends, group)
 		return nil

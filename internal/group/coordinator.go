@@ -39,8 +39,10 @@ type Store interface {
 	WaitCommitted(ctx context.Context, epoch int32, end int64) error
 	// Load calls fn with every record of the partition, in offset order,
 	// from its start to its end as of the call, and returns that end. The
-	// records below it need not be committed yet.
-	Load(ctx context.Context, fn func(key, value []byte) error) (end int64, err error)
+	// records below it need not be committed yet. fn also gets an end
+	// for the record: an offset past it (the end of its batch) that is
+	// committed once the record is.
+	Load(ctx context.Context, fn func(key, value []byte, end int64) error) (end int64, err error)
 	// MaxBatchBytes is the size of the largest batch Append accepts (the
 	// partition's max.message.bytes); the coordinator refuses larger
 	// writes before it builds them.
@@ -98,17 +100,17 @@ type shard struct {
 	store   Store
 	loading bool
 	groups  map[string]*group
-	// loadEnd is the end of the log the load replayed: the groups were
-	// built from records below it, which need not have been committed.
-	loadEnd int64
 	// committed is an end below which every record is known to be
 	// committed in epoch (so it stays committed as long as the shard
 	// exists).
 	committed int64
 	// ends is, per group id, the end of the group's latest append (kept
-	// for deleted groups too), until it is known to be committed: an
-	// OffsetFetch answers only once everything it read is committed,
-	// whatever the outcome of the write that appended it.
+	// for deleted groups too), or after a load of the latest record of the
+	// group loaded, until it is known to be committed: an OffsetFetch
+	// answers only once everything it read is committed, whatever the
+	// outcome of the write that appended it, and waits for no other
+	// group's records (after a failover the loaded tail may stay
+	// uncommitted until the ISR grows back).
 	ends map[string]int64
 	// warnAt and warnsSuppressed rate-limit the shard's failure warnings.
 	warnAt          time.Time
@@ -240,14 +242,17 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 	// stored tells whether a group's latest metadata record is a value
 	// (not a tombstone, not missing).
 	stored := map[string]bool{}
+	// ends is the end of each group's latest record (deleted groups too).
+	ends := map[string]int64{}
 	n := 0
-	end, err := sh.store.Load(ctx, func(key, value []byte) error {
+	end, err := sh.store.Load(ctx, func(key, value []byte, recEnd int64) error {
 		n++
 		d, err := decodeRecord(key, value)
 		if err != nil {
 			c.logger.Warn("skipping a record of "+OffsetsTopic, "partition", sh.partition, "err", err)
 			return nil
 		}
+		ends[d.group] = recEnd
 		if d.isOffset {
 			tp := topicPartition{d.topic, d.partition}
 			if d.offset == nil {
@@ -303,8 +308,11 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 			}
 		}
 	}
-	sh.groups, sh.loading, sh.loadEnd = groups, false, end
-	c.logger.Info("loaded groups", "partition", sh.partition, "epoch", sh.epoch, "records", n, "groups", len(groups),
+	sh.groups, sh.loading = groups, false
+	for id, e := range ends {
+		sh.ends[id] = max(sh.ends[id], e)
+	}
+	c.logger.Info("loaded groups", "partition", sh.partition, "epoch", sh.epoch, "records", n, "end", end, "groups", len(groups),
 		"took", now.Sub(start).Round(time.Millisecond))
 }
 

@@ -134,7 +134,7 @@ func clone(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
-func (s *memStore) Load(ctx context.Context, fn func(key, value []byte) error) (int64, error) {
+func (s *memStore) Load(ctx context.Context, fn func(key, value []byte, end int64) error) (int64, error) {
 	s.mu.Lock()
 	gate := s.loadGate
 	s.mu.Unlock()
@@ -148,8 +148,8 @@ func (s *memStore) Load(ctx context.Context, fn func(key, value []byte) error) (
 	s.mu.Lock()
 	recs := append([]records.KV{}, s.recs...)
 	s.mu.Unlock()
-	for _, r := range recs {
-		if err := fn(r.Key, r.Value); err != nil {
+	for i, r := range recs {
+		if err := fn(r.Key, r.Value, int64(i+1)); err != nil {
 			return 0, err
 		}
 	}
