@@ -871,18 +871,17 @@ func (c *Coordinator) StartDelete(groups []string) func(context.Context) []kmsg.
 
 // tombstoneChanges are the changes that delete g's offsets of tps and, if
 // remove, g itself from memory (writing its tombstone too if groupTomb),
-// each small enough for a batch: every change deletes its own offsets once
-// appended, the last one the group. done (if not nil) is every change's.
-// It returns nothing if there is nothing to write.
+// each small enough for a batch (unless a single tombstone is larger):
+// every change deletes its own offsets once appended, the last one the
+// group; the group's tombstone goes with the last offsets' if it fits, or
+// alone after them. done (if not nil) is every change's. It returns
+// nothing if there is nothing to write.
 func (c *Coordinator) tombstoneChanges(sh *shard, g *group, tps []topicPartition, groupTomb, remove bool,
 	done func(code int16)) []change {
 	if len(tps) == 0 && !groupTomb {
 		return nil
 	}
 	limit := sh.store.MaxBatchBytes() - batchOverhead
-	if groupTomb {
-		limit -= groupTombstoneSize(g.id)
-	}
 	var out []change
 	var piece []topicPartition
 	size := 0
@@ -923,6 +922,10 @@ func (c *Coordinator) tombstoneChanges(sh *shard, g *group, tps []topicPartition
 		}
 		piece = append(piece, tp)
 		size += n
+	}
+	if groupTomb && len(piece) > 0 && size+groupTombstoneSize(g.id) > limit {
+		flush(false)
+		piece, size = nil, 0
 	}
 	flush(true)
 	return out
@@ -1077,8 +1080,11 @@ func (c *Coordinator) Tick() {
 		for i, code := range codes {
 			if code != 0 {
 				refused++
-				if owners[i] != nil {
-					markDirtyLocked(owners[i])
+				if g := owners[i]; g != nil {
+					markDirtyLocked(g)
+					if code == kerr.RecordListTooLarge.Code {
+						c.tooLargeLocked(sh, g, now)
+					}
 				}
 			}
 		}
@@ -1087,6 +1093,23 @@ func (c *Coordinator) Tick() {
 				"changes", refused, "code", codes[len(codes)-1])
 		}
 	}
+}
+
+// tooLargeLocked handles a group whose metadata no longer fits a batch of
+// its partition (its max.message.bytes was lowered, or a static member's
+// replacement was undone with a larger subscription), so that Tick does
+// not try to write it again at every tick: a group with members
+// rebalances, as Kafka's does when its metadata cannot be written, and
+// the rebalance writes the new membership (its leader's SyncGroup gets
+// UNKNOWN_SERVER_ERROR if that does not fit either); an empty one is
+// left as it is, with a warning.
+func (c *Coordinator) tooLargeLocked(sh *shard, g *group, now time.Time) {
+	if len(g.members) > 0 {
+		g.prepareRebalance(now)
+		return
+	}
+	g.metaDirty = false
+	c.warnLocked(sh, "an empty group's metadata is larger than a batch of "+OffsetsTopic+"; not written", "group", g.id)
 }
 
 // emptyGroupGrace is how long an empty group without offsets is kept
