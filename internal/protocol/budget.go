@@ -39,6 +39,11 @@ type Budget struct {
 	// bytes a waiting reader cannot count on being released soon (a
 	// long poll, a client that reads no responses).
 	small int64
+	// parked is the bytes of large frames (over smallFrame) whose
+	// requests wait in a Later (an acks=all produce waiting for its
+	// followers): they are released when the wait ends, which may take
+	// a follower's fetch that is itself waiting for room.
+	parked int64
 	// changed is closed, and replaced, when used goes down, a reader
 	// starts waiting or the overdraft ends.
 	changed chan struct{}
@@ -145,6 +150,19 @@ func (b *Budget) chargeSmall(n int64) {
 	b.mu.Unlock()
 }
 
+// park counts n bytes as parked (n < 0: no longer).
+func (b *Budget) park(n int64) {
+	if b == nil || n == 0 {
+		return
+	}
+	b.mu.Lock()
+	b.parked += n
+	if n > 0 {
+		b.broadcastLocked() // waiting readers may now be the only ones able to move
+	}
+	b.mu.Unlock()
+}
+
 // release returns n bytes, small of them charged by chargeSmall.
 func (b *Budget) release(n, small int64) {
 	if b == nil {
@@ -164,7 +182,9 @@ func (b *Budget) release(n, small int64) {
 // until they fit or ctx is done. held is the bytes of that frame already
 // taken: while the reader waits they count as stuck. Small frames (see
 // small) count as stuck too: a parked long poll or a client that reads no
-// responses holds them for as long as it likes. When every byte in use
+// responses holds them for as long as it likes; and so do parked large
+// frames (see parked), whose wait may need a follower's fetch that is
+// itself waiting here. When every byte in use
 // is stuck so, nothing might be released: one waiting reader then
 // becomes the overdraft reader, which takes the rest of its frame without
 // waiting until it calls frameDone, and the others go on waiting. So the
@@ -189,7 +209,7 @@ func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error
 		b.mu.Unlock()
 	}()
 	for {
-		if b.overdraft == nil && b.used <= b.waiting+b.small {
+		if b.overdraft == nil && b.used <= b.waiting+b.small+b.parked {
 			b.overdraft = reader
 		}
 		if b.fitsLocked(n) || b.overdraft == reader {

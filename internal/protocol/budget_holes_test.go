@@ -244,3 +244,60 @@ func heapLive() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// A large frame whose request waits in a Later (an acks=all produce
+// waiting for its followers) may be waiting for a follower's fetch of over
+// 64 KiB (thousands of partitions) that waits for room it holds: a waiting
+// reader may finish its frame over the budget beside parked frames.
+func TestBudgetFrameBesideParkedLargeFrame(t *testing.T) {
+	followerFetched := make(chan struct{})
+	h := &testHandler{hook: func(ctx context.Context, req *Request) (Response, bool) {
+		switch body := req.Body.(type) {
+		case *kmsg.ProduceRequest:
+			return Response{Later: func() kmsg.Response {
+				select {
+				case <-followerFetched:
+				case <-ctx.Done():
+				}
+				return body.ResponseKind()
+			}}, true
+		case *kmsg.MetadataRequest: // the follower's large request
+			close(followerFetched)
+			return Response{Body: metadataResponse(req, body)}, true
+		}
+		return Response{}, false
+	}}
+	s, addr := startServer(t, Config{QueuedMaxBytes: 1 << 20}, h)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = -1
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "t"
+	part := kmsg.NewProduceRequestTopicPartition()
+	part.Records = make([]byte, 700<<10)
+	topic.Partitions = append(topic.Partitions, part)
+	req.Topics = append(req.Topics, topic)
+	producer := dialRaw(t, addr)
+	producer.write(AppendRequest(nil, req, 1, nil))
+	waitFor(t, ioTimeout, func() error {
+		if u := s.budget.Used(); u < 700<<10 {
+			return fmt.Errorf("used %d", u)
+		}
+		return nil
+	})
+	var topics []string
+	for i := range 30000 {
+		topics = append(topics, fmt.Sprintf("topic-%06d", i))
+	}
+	follower := dialRaw(t, addr)
+	frame := AppendRequest(nil, metadataRequest(9, topics...), 1, &testClientID)
+	go follower.nc.Write(frame)
+	follower.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := ReadResponse(follower.br, 64<<20); err != nil {
+		t.Fatalf("a %d-byte request (budget 1 MiB) not answered in 5 s beside a parked 700 KiB produce waiting for it: %v", len(frame), err)
+	}
+	producer.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := ReadResponse(producer.br, 1<<20); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}

@@ -73,6 +73,9 @@ type held struct {
 	response int64
 	// small: the frame was charged by chargeSmall.
 	small bool
+	// parked is the frame's bytes counted as parked (Budget.parked)
+	// until its Later returns.
+	parked int64
 }
 
 // conn is one client connection.
@@ -118,6 +121,8 @@ type conn struct {
 	// small is the bytes of small frames the connection holds (see
 	// Budget.small).
 	small atomic.Int64
+	// parked is the bytes the connection counts in Budget.parked.
+	parked atomic.Int64
 	// writing is the bytes of charged that the write goroutine is
 	// writing to the socket at the moment (its owed during a Write), so
 	// that a request the client sends as soon as it has read those
@@ -198,6 +203,7 @@ func (c *conn) readLoop() {
 		// Responses dropped unwritten, a partial frame: whatever the
 		// connection still holds goes back to the budget.
 		c.giveSmall(c.charged.Load(), c.small.Load())
+		c.s.budget.park(-c.parked.Load())
 		c.s.removeConn(c)
 	}()
 	// Closing the queue lets the writer finish what was handled before
@@ -268,6 +274,11 @@ func (c *conn) readLoop() {
 			return
 		}
 		p := pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, resp: resp, held: h}
+		if resp.Later != nil && !h.small {
+			h.parked = h.frame
+			c.parked.Add(h.parked)
+			c.s.budget.park(h.parked)
+		}
 		if resp.Later == nil && !resp.NoResponse {
 			// Encoded now and counted: a response of any kind (a
 			// Metadata response can be thousands of times its
@@ -596,6 +607,11 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
 			return buf, false
 		}
 		body = p.resp.Later()
+		if h := p.held; h != nil && h.parked > 0 {
+			c.parked.Add(-h.parked)
+			c.s.budget.park(-h.parked)
+			h.parked = 0
+		}
 		if c.ctx.Err() != nil {
 			// Whatever a Later returns once the connection is
 			// closing cannot be written.
