@@ -39,10 +39,12 @@ type Budget struct {
 	// bytes a waiting reader cannot count on being released soon (a
 	// long poll, a client that reads no responses).
 	small int64
-	// parked is the bytes of large frames (over smallFrame) whose
-	// requests wait in a Later (an acks=all produce waiting for its
-	// followers): they are released when the wait ends, which may take
-	// a follower's fetch that is itself waiting for room.
+	// parked is the bytes of large Produce frames whose requests wait in
+	// a Later (an acks=all produce waiting for its followers): they are
+	// released when the wait ends, which may take a follower's fetch
+	// that is itself waiting for room. Other requests that wait (a
+	// SyncGroup) are not counted: a client can make them wait as long as
+	// it likes.
 	parked int64
 	// changed is closed, and replaced, when used goes down, a reader
 	// starts waiting or the overdraft ends.
@@ -182,15 +184,24 @@ func (b *Budget) release(n, small int64) {
 // until they fit or ctx is done. held is the bytes of that frame already
 // taken: while the reader waits they count as stuck. Small frames (see
 // small) count as stuck too: a parked long poll or a client that reads no
-// responses holds them for as long as it likes; and so do parked large
-// frames (see parked), whose wait may need a follower's fetch that is
-// itself waiting here. When every byte in use
+// responses holds them for as long as it likes; and, for a reader of
+// anything but Produce (bulk), so do parked Produce frames (see parked),
+// whose wait may need a follower's fetch that is itself waiting here.
+// Produce frames do not get past parked ones: were they let through, the
+// produce requests parked at once would be bounded by nothing; and a
+// frame let through is not counted as stuck once read, so that the next
+// waits for it. When every byte in use
 // is stuck so, nothing might be released: one waiting reader then
 // becomes the overdraft reader, which takes the rest of its frame without
 // waiting until it calls frameDone, and the others go on waiting. So the
 // budget is exceeded by at most one frame, and only when nothing else is
 // sure to move.
 func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error {
+	return b.acquireFrame(ctx, n, held, reader, true)
+}
+
+// acquireFrame is acquire for a frame that is a Produce's (bulk) or not.
+func (b *Budget) acquireFrame(ctx context.Context, n, held int64, reader *conn, bulk bool) error {
 	if b == nil || n <= 0 {
 		return nil
 	}
@@ -209,7 +220,11 @@ func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error
 		b.mu.Unlock()
 	}()
 	for {
-		if b.overdraft == nil && b.used <= b.waiting+b.small+b.parked {
+		stuck := b.waiting + b.small
+		if !bulk {
+			stuck += b.parked
+		}
+		if b.overdraft == nil && b.used <= stuck {
 			b.overdraft = reader
 		}
 		if b.fitsLocked(n) || b.overdraft == reader {

@@ -239,7 +239,12 @@ func (c *conn) readLoop() {
 			c.log.Debug("protocol: closing connection", "err", fmt.Errorf("%w: %d-byte frame is shorter than a request header", ErrMalformed, size))
 			return
 		}
-		if size > c.s.cfg.MaxNonProduceRequestBytes {
+		// The API key of a large frame is peeked before its body is
+		// read: only Produce may exceed MaxNonProduceRequestBytes, and
+		// only other requests may finish their frame beside parked
+		// produce frames (see Budget.acquire).
+		bulk := false
+		if size > smallFrame {
 			c.setReadDeadline()
 			keyBytes, err := br.Peek(2)
 			if err != nil {
@@ -247,14 +252,16 @@ func (c *conn) readLoop() {
 				c.shutdown()
 				return
 			}
-			if key := int16(binary.BigEndian.Uint16(keyBytes)); key != produceKey {
+			key := int16(binary.BigEndian.Uint16(keyBytes))
+			bulk = key == produceKey
+			if size > c.s.cfg.MaxNonProduceRequestBytes && !bulk {
 				c.log.Debug("protocol: closing connection", "err", fmt.Errorf("%w: %d-byte frame for API key %d, max %d for anything but Produce",
 					ErrFrameSize, size, key, c.s.cfg.MaxNonProduceRequestBytes))
 				return
 			}
 		}
 		c.setReadDeadline()
-		frame, err := c.readFrame(br, int(size))
+		frame, err := c.readFrame(br, int(size), bulk)
 		h := &held{c: c, frame: int64(cap(frame)), small: size <= smallFrame}
 		if err != nil {
 			c.logReadError(err, false)
@@ -274,7 +281,9 @@ func (c *conn) readLoop() {
 			return
 		}
 		p := pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, resp: resp, held: h}
-		if resp.Later != nil && !h.small {
+		if resp.Later != nil && bulk {
+			// A produce waiting for its followers, whose fetches may
+			// be large frames waiting for room (Budget.parked).
 			h.parked = h.frame
 			c.parked.Add(h.parked)
 			c.s.budget.park(h.parked)
@@ -346,7 +355,7 @@ func (c *conn) waitQueuedBytes() bool {
 // may keep it (a Later closure, records being replicated) after this loop
 // has moved on. The frame's bytes stay charged to the connection until its
 // response is written.
-func (c *conn) readFrame(br *bufio.Reader, size int) ([]byte, error) {
+func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) {
 	budget := c.s.budget
 	if size <= smallFrame {
 		// Allocated as the bytes arrive (all at once when they have):
@@ -408,7 +417,7 @@ func (c *conn) readFrame(br *bufio.Reader, size int) ([]byte, error) {
 		if len(frame) == cap(frame) {
 			n := min(max(2*cap(frame), smallFrame), size)
 			grow := int64(n - cap(frame))
-			if err := budget.acquire(c.ctx, grow, int64(cap(frame)), c); err != nil {
+			if err := budget.acquireFrame(c.ctx, grow, int64(cap(frame)), c, bulk); err != nil {
 				return frame, err
 			}
 			c.take(grow)

@@ -138,11 +138,13 @@
 // nothing else is in use; and when every byte in use belongs to the
 // partial frames of readers that are all waiting for more, to small
 // frames (under 64 KiB: a parked long poll's, the pipelined requests of a
-// client that reads nothing, which are released on no schedule), or to
-// large frames whose requests wait in a Later (an acks=all produce, which
-// may be waiting for a follower's fetch of over 64 KiB that waits for
-// room), one of the waiting readers (the overdraft reader) finishes its
-// frame over the budget while the others go on waiting. So the request path holds at most QueuedMaxBytes,
+// client that reads nothing, which are released on no schedule), or, for
+// a waiting request other than Produce, to Produce frames whose requests
+// wait in a Later (an acks=all produce may be waiting for a follower's
+// fetch of over 64 KiB that waits for room), one of the waiting readers
+// (the overdraft reader) finishes its frame over the budget while the
+// others go on waiting; a frame so read is not counted as stuck, so the
+// next waits for it. So the request path holds at most QueuedMaxBytes,
 // plus one frame, plus what does not wait (frames under 64 KiB, at most
 // MaxQueuedBytesPerConnection per connection; 1 MiB and one batch per
 // fetching connection; one large decompression over the budget at a time
