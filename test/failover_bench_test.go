@@ -287,11 +287,16 @@ func (c *failoverCluster) etcdLeader() (int32, map[int32]uint64, error) {
 }
 
 // moveEtcdLeader makes the etcd leader be some broker other than avoid.
+// A new etcd leader extends every lease by its election timeout, so after
+// a move it waits until the brokers' renewals have brought their leases
+// back to their usual expiry: a kill right after would measure the
+// extension too.
 func (c *failoverCluster) moveEtcdLeader(avoid int32) error {
 	leader, ids, err := c.etcdLeader()
 	if err != nil || leader != avoid {
 		return err
 	}
+	defer time.Sleep(3 * time.Second)
 	to := avoid%3 + 1
 	cl, _, err := c.etcdClient()
 	if err != nil {
