@@ -82,7 +82,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 	resp = nil
 	req.SetResponseBytes(0)
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
-	return protocol.Response{Later: func() kmsg.Response {
+	return protocol.Response{Mute: true, Later: func() kmsg.Response {
 		b.parkedFetches.Add(1)
 		defer b.parkedFetches.Add(-1)
 		w := replica.NewWaiter()

@@ -60,6 +60,10 @@ type pending struct {
 	// held is the request's share of the memory budget, released once
 	// its response is written.
 	held *held
+	// resolved, for a Response with Mute, is closed by the writer once
+	// the response's Later returned; the reader reads nothing more
+	// until then.
+	resolved chan struct{}
 }
 
 // held is what one request holds of the server's memory budget: its frame
@@ -308,10 +312,23 @@ func (c *conn) readLoop() {
 			}
 			h.response = int64(len(enc))
 		}
+		if resp.Mute && resp.Later != nil {
+			p.resolved = make(chan struct{})
+		}
 		select {
 		case c.queue <- p:
 		case <-c.ctx.Done():
 			return
+		}
+		if p.resolved != nil {
+			// A long poll: nothing behind it is read (nor handled,
+			// nor held in memory) until it is answered, as Kafka
+			// mutes a connection until its response is sent.
+			select {
+			case <-p.resolved:
+			case <-c.ctx.Done():
+				return
+			}
 		}
 		if resp.Close {
 			// Requests after this one are not handled: their side
@@ -616,6 +633,9 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
 			return buf, false
 		}
 		body = p.resp.Later()
+		if p.resolved != nil {
+			close(p.resolved)
+		}
 		if h := p.held; h != nil && h.parked > 0 {
 			c.parked.Add(-h.parked)
 			c.s.budget.park(-h.parked)

@@ -36,7 +36,11 @@
 // Response.NoResponse (Produce with acks=0) writes nothing but keeps its
 // place in the order (its Later still runs); Response.Close closes the
 // connection once this and all earlier responses are written, and no later
-// request is handled.
+// request is handled. Response.Mute (a long poll: a parked fetch) stops the
+// reader until its Later has returned, so nothing a client pipelines behind
+// a long poll is handled, or held in memory unwritable, while it waits
+// (Kafka mutes every connection until its response is sent; samsa does so
+// only behind long polls and pipelines everything else).
 //
 // # Limits
 //

@@ -122,6 +122,13 @@ type Response struct {
 	// this one's, if any) have been written, as Kafka does after an acks=0
 	// produce fails.
 	Close bool
+	// Mute, with Later, stops reading the connection until Later has
+	// returned. For a long poll (a parked fetch), which may wait as long
+	// as the client asks: samsa pipelines requests, but whatever a client
+	// sent behind a long poll would otherwise be handled and its response
+	// held, unwritable, for that long (Kafka mutes every connection until
+	// its response is sent).
+	Mute bool
 }
 
 // Handler processes decoded requests.

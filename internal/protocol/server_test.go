@@ -518,3 +518,59 @@ func TestLaterObservesConnContext(t *testing.T) {
 		return nil
 	})
 }
+
+// A long poll (Response.Mute) stops the connection being read until it is
+// answered: what the client pipelined behind it is neither handled nor held
+// meanwhile (a review of issue 16 held a broker's whole budget in responses
+// queued behind parked fetches). Other connections are served.
+func TestMuteUntilLongPollAnswered(t *testing.T) {
+	release := make(chan struct{})
+	h := &testHandler{}
+	h.hook = func(ctx context.Context, req *Request) (Response, bool) {
+		if topicOf(req) != "long-poll" {
+			return Response{}, false
+		}
+		body := metadataResponse(req, req.Body.(*kmsg.MetadataRequest))
+		return Response{Mute: true, Later: func() kmsg.Response {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return body
+		}}, true
+	}
+	_, addr := startServer(t, Config{}, h)
+	c := dialRaw(t, addr)
+	c.send(metadataRequest(9, "long-poll"), 0)
+	c.send(metadataRequest(9, "behind"), 1)
+	waitFor(t, ioTimeout, func() error {
+		if n := h.handled(); n < 1 {
+			return fmt.Errorf("the long poll is not handled yet")
+		}
+		return nil
+	})
+	// Another connection is served meanwhile; its request is handled
+	// after the long poll, so once it is answered the muted connection's
+	// second request would have been read too, were it read at all.
+	other := dialRaw(t, addr)
+	other.roundTrip(metadataRequest(9, "other"), 7)
+	time.Sleep(50 * time.Millisecond) // a negative check: give a wrongly unmuted reader time to handle "behind"
+	h.mu.Lock()
+	for _, r := range h.seen {
+		if topicOf(r) == "behind" {
+			h.mu.Unlock()
+			t.Fatal("a request pipelined behind a long poll was handled before the long poll was answered")
+		}
+	}
+	h.mu.Unlock()
+	close(release)
+	for i, topic := range []string{"long-poll", "behind"} {
+		resp := metadataRequest(9).ResponseKind()
+		if corr := c.recv(resp); corr != int32(i) {
+			t.Fatalf("response %d has correlation id %d", i, corr)
+		}
+		if got := *resp.(*kmsg.MetadataResponse).Topics[0].Topic; got != topic {
+			t.Fatalf("response %d is for %q, want %q", i, got, topic)
+		}
+	}
+}
