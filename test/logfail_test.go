@@ -474,41 +474,11 @@ func (w *logFailWorkload) verify(t testing.TB, seeds []string) int {
 		}
 		return err
 	})
-	var end int64
-	ends.Each(func(o kadm.ListedOffset) { end += o.Offset })
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(w.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer consumer.Close()
-	logs := map[int32]map[int64]string{}
-	seen := map[string]int{}
-	for n := int64(0); n < end; {
-		fs := consumer.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d records of %s", n, end, w.topic)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if logs[r.Partition] == nil {
-				logs[r.Partition] = map[int64]string{}
-			}
-			logs[r.Partition][r.Offset] = string(r.Value)
-			seen[string(r.Value)]++
-			n++
-		})
-	}
-	total := 0
-	for p, recs := range w.acked {
-		for _, a := range recs {
-			if got := logs[p][a.offset]; got != a.value {
-				t.Fatalf("%s-%d offset %d: acknowledged %q, the log has %q", w.topic, p, a.offset, a.value, got)
-			}
-			if seen[a.value] != 1 {
-				t.Fatalf("acknowledged %q is in %s %d times", a.value, w.topic, seen[a.value])
-			}
-			total++
-		}
-	}
-	return total
+	return verifyAcked(ctx, t, consumer, w.topic, ends, w.acked)
 }

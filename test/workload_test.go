@@ -164,15 +164,25 @@ func (w *ackedWorkload) Verify(t testing.TB, c *Cluster) int {
 		}
 		return err
 	})
+	consumer := c.Client(kgo.ConsumeTopics(w.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	verifyAcked(ctx, t, consumer, w.topic, ends, w.acked)
+	return w.total
+}
+
+// verifyAcked reads topic with consumer (positioned at its start) up to the
+// end offsets ends, and checks that every acknowledged value is at the
+// offset it was acknowledged with, exactly once in the topic. It returns
+// the number of acknowledged writes checked.
+func verifyAcked(ctx context.Context, t testing.TB, consumer *kgo.Client, topic string, ends kadm.ListedOffsets, acked map[int32][]ackedRecord) int {
+	t.Helper()
 	var end int64
 	ends.Each(func(o kadm.ListedOffset) { end += o.Offset })
-	consumer := c.Client(kgo.ConsumeTopics(w.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	logs := map[int32]map[int64]string{}
 	seen := map[string]int{}
 	for n := int64(0); n < end; {
 		fs := consumer.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("read %d of %d records of %s", n, end, w.topic)
+			t.Fatalf("read %d of %d records of %s", n, end, topic)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if logs[r.Partition] == nil {
@@ -183,15 +193,17 @@ func (w *ackedWorkload) Verify(t testing.TB, c *Cluster) int {
 			n++
 		})
 	}
-	for p, recs := range w.acked {
+	total := 0
+	for p, recs := range acked {
 		for _, a := range recs {
 			if got := logs[p][a.offset]; got != a.value {
-				t.Fatalf("%s-%d offset %d: acknowledged %q, the log has %q", w.topic, p, a.offset, a.value, got)
+				t.Fatalf("%s-%d offset %d: acknowledged %q, the log has %q", topic, p, a.offset, a.value, got)
 			}
 			if seen[a.value] != 1 {
-				t.Fatalf("acknowledged %q is in %s %d times", a.value, w.topic, seen[a.value])
+				t.Fatalf("acknowledged %q is in %s %d times", a.value, topic, seen[a.value])
 			}
+			total++
 		}
 	}
-	return w.total
+	return total
 }

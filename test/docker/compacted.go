@@ -6,7 +6,6 @@ package docker
 // merged, and rejoin the ISR), and the checks of its outcome.
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -272,50 +271,11 @@ func CheckCompacted(acked map[string]Ack, final map[int32]map[int64]string) (out
 // failure.
 func (c *Cluster) CheckCompactedReplicas(topic string, partitions int32, timeout time.Duration) error {
 	c.t.Helper()
-	dirs := map[int32]string{}
-	for _, n := range c.Nodes {
-		dirs[n.ID] = n.DataDir()
-	}
-	deadline := time.Now().Add(timeout)
-	for {
-		err := c.compareCompacted(topic, partitions, dirs)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-func (c *Cluster) compareCompacted(topic string, partitions int32, dataDirs map[int32]string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	defer cancel()
-	ends, err := c.Admin().ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("end offsets of %s: %w", topic, err)
-	}
-	for p := range partitions {
-		var st PartitionState
-		var err error
-		for _, n := range c.Nodes {
-			if st, err = n.Partition(topic, p); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			return err
-		}
-		end, ok := ends.Lookup(topic, p)
-		if !ok {
-			return fmt.Errorf("%s/%d: no end offset", topic, p)
-		}
-		hw := end.Offset
+	return c.checkPartitions(topic, partitions, timeout, func(p int32, st PartitionState, hw int64, replicaDir func(int32) string) error {
 		var ref map[string]string
 		refID := int32(-1)
 		for _, r := range slices.Sorted(slices.Values(st.Replicas)) {
-			dir := filepath.Join(dataDirs[r], "logs", fmt.Sprintf("%s-%d", topic, p))
+			dir := replicaDir(r)
 			batches, err := samsatest.ReadReplicaBatches(dir)
 			if err != nil {
 				return fmt.Errorf("%s/%d replica %d: %v", topic, p, r, err)
@@ -341,8 +301,8 @@ func (c *Cluster) compareCompacted(topic string, partitions int32, dataDirs map[
 				return fmt.Errorf("%s/%d (ISR %v, high watermark %d): ISR members %d and %d disagree on keys' latest values: %s", topic, p, st.ISR, hw, refID, r, d)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // latestBelow is each key's latest value ("offset value") below hw in a

@@ -18,52 +18,68 @@ import (
 // writers have stopped and every ISR is full.
 func (c *Cluster) CheckReplicas(topic string, partitions int32, timeout time.Duration) error {
 	c.t.Helper()
-	dirs := map[int32]string{}
+	return c.checkPartitions(topic, partitions, timeout, func(p int32, st PartitionState, hw int64, replicaDir func(int32) string) error {
+		dirs := map[int32]string{}
+		for _, r := range st.Replicas {
+			dirs[r] = replicaDir(r)
+		}
+		if err := samsatest.CompareReplicas(dirs, st.ISR, hw); err != nil {
+			return fmt.Errorf("%s/%d (ISR %v, high watermark %d): %w", topic, p, st.ISR, hw, err)
+		}
+		return nil
+	})
+}
+
+// checkPartitions runs check on every partition of topic, with its state,
+// its high watermark and where each replica's log lies in the data
+// volumes, until it passes for all of them or timeout passes (the last
+// error then).
+func (c *Cluster) checkPartitions(topic string, partitions int32, timeout time.Duration,
+	check func(p int32, st PartitionState, hw int64, replicaDir func(int32) string) error) error {
+	dataDirs := map[int32]string{}
 	for _, n := range c.Nodes {
-		dirs[n.ID] = n.DataDir()
+		dataDirs[n.ID] = n.DataDir()
+	}
+	replicaDir := func(p int32) func(int32) string {
+		return func(r int32) string { return filepath.Join(dataDirs[r], "logs", fmt.Sprintf("%s-%d", topic, p)) }
+	}
+	once := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
+		ends, err := c.Admin().ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("end offsets of %s: %w", topic, err)
+		}
+		for p := range partitions {
+			var st PartitionState
+			var err error
+			for _, n := range c.Nodes {
+				if st, err = n.Partition(topic, p); err == nil {
+					break
+				}
+			}
+			if err != nil {
+				return err
+			}
+			end, ok := ends.Lookup(topic, p)
+			if !ok {
+				return fmt.Errorf("%s/%d: no end offset", topic, p)
+			}
+			if err := check(p, st, end.Offset, replicaDir(p)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := c.compareReplicas(topic, partitions, dirs)
+		err := once()
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-}
-
-func (c *Cluster) compareReplicas(topic string, partitions int32, dataDirs map[int32]string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	defer cancel()
-	ends, err := c.Admin().ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("end offsets of %s: %w", topic, err)
-	}
-	for p := range partitions {
-		var st PartitionState
-		var err error
-		for _, n := range c.Nodes {
-			if st, err = n.Partition(topic, p); err == nil {
-				break
-			}
-		}
-		if err != nil {
-			return err
-		}
-		end, ok := ends.Lookup(topic, p)
-		if !ok {
-			return fmt.Errorf("%s/%d: no end offset", topic, p)
-		}
-		dirs := map[int32]string{}
-		for _, r := range st.Replicas {
-			dirs[r] = filepath.Join(dataDirs[r], "logs", fmt.Sprintf("%s-%d", topic, p))
-		}
-		if err := samsatest.CompareReplicas(dirs, st.ISR, end.Offset); err != nil {
-			return fmt.Errorf("%s/%d (ISR %v, high watermark %d): %w", topic, p, st.ISR, end.Offset, err)
-		}
-	}
-	return nil
 }
