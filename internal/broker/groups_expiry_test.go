@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/group"
-	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/records"
 	"github.com/samsa-io/samsa/internal/replica"
 )
@@ -36,14 +35,7 @@ func (s countingStore) Append(epoch int32, recs []records.KV) (int64, error) {
 // partition, awaited by one goroutine.
 func TestGroupExpiryAndDeleteAppendOncePerPartition(t *testing.T) {
 	const n = 8000
-	cfg := klog.DefaultConfig()
-	cfg.FS = klog.NewMemFS(1)
-	l, err := klog.Open("/p", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := replica.New(group.OffsetsTopic, 0, 1, l)
-	defer p.Close(false)
+	p := newOffsetsReplica(t)
 	lead := func(pe int32, isr []int32) {
 		if err := p.BecomeLeader(1, pe, isr, replica.LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: time.Hour}); err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/group"
-	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
@@ -21,14 +20,7 @@ import (
 // loaded end, which cannot commit until the ISR grows back (it got
 // UNSTABLE_OFFSET_COMMIT until then). The group in the tail still waits.
 func TestGroupFetchAfterFailoverUnderMinISR(t *testing.T) {
-	cfg := klog.DefaultConfig()
-	cfg.FS = klog.NewMemFS(1)
-	l, err := klog.Open("/p", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := replica.New(group.OffsetsTopic, 0, 1, l)
-	defer p.Close(false)
+	p := newOffsetsReplica(t)
 	lead := func(epoch, pe int32, isr []int32, minISR int32) {
 		if err := p.BecomeLeader(epoch, pe, isr, replica.LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: minISR, ReplicaLagTimeMax: time.Hour}); err != nil {
 			t.Fatal(err)

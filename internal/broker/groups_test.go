@@ -18,14 +18,7 @@ import (
 // refused, and one appended in it is not acknowledged even once the high
 // watermark passes its offsets.
 func TestOffsetsStoreFencedByLeaderEpoch(t *testing.T) {
-	cfg := klog.DefaultConfig()
-	cfg.FS = klog.NewMemFS(1)
-	l, err := klog.Open("/p", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := replica.New(group.OffsetsTopic, 0, 1, l)
-	t.Cleanup(func() { p.Close(false) })
+	p := newOffsetsReplica(t)
 	partitionEpoch := int32(0)
 	lead := func(epoch int32, isr []int32) {
 		t.Helper()
@@ -75,4 +68,19 @@ func TestOffsetsStoreFencedByLeaderEpoch(t *testing.T) {
 	if err := s.WaitCommitted(ctx, 1, end); !errors.Is(err, group.ErrNotLeader) {
 		t.Fatalf("write of epoch 1 after the high watermark passed it in epoch 3: %v, want group.ErrNotLeader", err)
 	}
+}
+
+// newOffsetsReplica is a replica of __consumer_offsets partition 0 on broker
+// 1 over an in-memory log, closed when the test ends.
+func newOffsetsReplica(t *testing.T) *replica.Partition {
+	t.Helper()
+	cfg := klog.DefaultConfig()
+	cfg.FS = klog.NewMemFS(1)
+	l, err := klog.Open("/p", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := replica.New(group.OffsetsTopic, 0, 1, l)
+	t.Cleanup(func() { p.Close(false) })
+	return p
 }
