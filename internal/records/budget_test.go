@@ -104,3 +104,37 @@ func TestValidateMemoryBudget(t *testing.T) {
 		}
 	})
 }
+
+// A decoder that panics gives back what its decompression held, the
+// budget's bytes or the one over-budget slot (final review of issue 16:
+// one panic left the slot taken, and every later large decompression then
+// failed with ErrDecompressBusy).
+func TestDecompressPanicReleases(t *testing.T) {
+	defer func(f func(int, []byte, []byte, int) ([]byte, error)) { decompressFunc = f }(decompressFunc)
+	decompressFunc = func(int, []byte, []byte, int) ([]byte, error) { panic("decoder bug") }
+	src := make([]byte, 128<<10) // a try of 4× over overBudgetSmall: the over-budget path takes the slot
+	for _, c := range []struct {
+		name   string
+		budget *testBudget
+	}{{"within the budget", &testBudget{limit: 64 << 20}}, {"over the budget", &testBudget{limit: 0}}} {
+		t.Run(c.name, func(t *testing.T) {
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Fatal("the decoder's panic did not reach the caller")
+					}
+				}()
+				decompressWithin(c.budget, codecGzip, src, &buffer{}, 1<<30)
+			}()
+			if c.budget.used != 0 {
+				t.Fatalf("%d bytes of the budget still held after the panic", c.budget.used)
+			}
+			select {
+			case overBudget <- struct{}{}:
+				<-overBudget
+			default:
+				t.Fatal("the over-budget slot is still held after the panic")
+			}
+		})
+	}
+}

@@ -134,18 +134,35 @@ func decompressWithin(m MemoryBudget, codec int, src []byte, buf *buffer, limit 
 			case <-timer.C:
 				return buf.b[:0], func() {}, ErrDecompressBusy
 			}
-			buf.b, err = decompress(codec, src, buf.b, limit)
+			buf.b, err = decompressReleasing(func() { <-overBudget }, codec, src, buf.b, limit)
 			return buf.b, func() { <-overBudget }, err
 		}
-		buf.b, err = decompress(codec, src, buf.b, try)
+		n := int64(try)
+		buf.b, err = decompressReleasing(func() { m.Release(n) }, codec, src, buf.b, try)
 		if err == nil || try >= limit || !errors.Is(err, ErrDecompressedTooLarge) {
-			n := int64(try)
 			return buf.b, func() { m.Release(n) }, err
 		}
-		m.Release(int64(try))
+		m.Release(n)
 		try = min(4*try, limit)
 	}
 }
+
+// decompressReleasing is decompress for a caller holding budget or the
+// over-budget slot: if a decoder panics, release gives it back before the
+// panic goes on (the connection's recovery closes the connection), so a
+// decoder's bug cannot keep it for ever.
+func decompressReleasing(release func(), codec int, src, dst []byte, limit int) ([]byte, error) {
+	defer func() {
+		if r := recover(); r != nil {
+			release()
+			panic(r)
+		}
+	}()
+	return decompressFunc(codec, src, dst, limit)
+}
+
+// decompressFunc is decompress; tests replace it to make a decoder panic.
+var decompressFunc = decompress
 
 func tooLarge(limit int) error {
 	return fmt.Errorf("%w: more than %d bytes", ErrDecompressedTooLarge, limit)
