@@ -156,7 +156,10 @@
 // stalls would hold those bytes until IdleTimeout closes it, and large
 // frames of other clients would wait for them meanwhile: while any reader
 // waits for room, a large frame that gets less than 64 KiB further in
-// Config.StallTimeout (10 s) closes its connection, giving its bytes back.
+// Config.StallTimeout (10 s; counted from the frame's last growth, so
+// between one and two StallTimeouts) closes its connection, giving its
+// bytes back. One that trickles at least 64 KiB per StallTimeout is not
+// closed, and other large frames wait for it: an open hole (issue 16).
 // Large frames are not only bulk produce: a follower's Fetch v12 of more
 // than about 2,000 partitions, a SyncGroup of a large group, a Metadata
 // request naming thousands of topics are over 64 KiB and wait for room
