@@ -273,6 +273,10 @@ func (p *Partition) WaitCommitted(ctx context.Context, epoch int32, end int64) e
 			return err
 		}
 	}
+	if done, err := p.committedIn(epoch, end); done || err != nil {
+		// Committed by the flush (a lone leader) or refused: no waiter.
+		return err
+	}
 	w := NewWaiter()
 	p.addWaiter(w, true)
 	defer p.removeWaiter(w, true)
