@@ -13,4 +13,15 @@
 // (flush.messages=1, samsa's default) and its LEO in page-cache mode. It
 // never moves backwards. In a single-broker cluster the ISR is the leader
 // alone, so the high watermark follows the leader's own durable LEO.
+//
+// Leader epochs bind every operation to the role it was started in.
+// AppendAsLeader reports the epoch it appended in, and WaitCommitted and
+// WaitLocal succeed only while the replica still leads in that epoch (a
+// replica that stopped leading, even briefly, may have truncated the batch
+// and taken other records at its offsets). The follower's operations carry
+// the epoch their fetch was sent in (FetchPosition reads it together with
+// the position) and hold followMu from their check to their end; role
+// changes take followMu first. ISR changes are proposed on the partition
+// epoch of the stored state they were built from (ProposedISR,
+// ISRProposalFailed).
 package replica
