@@ -101,15 +101,7 @@ func startFailoverCluster(b *testing.B, extra []string) *failoverCluster {
 			"node.id=" + strconv.Itoa(i+1),
 			"metadata.etcd.initial.cluster=" + strings.Join(peers, ","),
 		}, extra...)
-		b.Cleanup(func() {
-			if p.running() {
-				p.cmd.Process.Kill()
-				<-p.exited
-			}
-			if b.Failed() {
-				p.logStderrTails(b)
-			}
-		})
+		p.killOnCleanup(b)
 	}
 	c.startAll()
 	var seeds []string

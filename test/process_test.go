@@ -155,15 +155,7 @@ type Proc struct {
 func StartProc(t testing.TB, overrides ...string) *Proc {
 	t.Helper()
 	p := &Proc{DataDir: t.TempDir(), logDir: t.TempDir(), Overrides: overrides}
-	t.Cleanup(func() {
-		if p.running() {
-			p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			p.logStderrTails(t)
-		}
-	})
+	p.killOnCleanup(t)
 	p.start(t)
 	return p
 }
@@ -411,4 +403,18 @@ func TestProcessRestartAfterKill9(t *testing.T) {
 		t.Fatalf("ApiVersions after restart: %v", err)
 	}
 	p.Stop(t)
+}
+
+// killOnCleanup kills the process when t ends, if it still runs, and logs
+// the tail of each start's stderr if t failed.
+func (p *Proc) killOnCleanup(t testing.TB) {
+	t.Cleanup(func() {
+		if p.running() {
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			p.logStderrTails(t)
+		}
+	})
 }
