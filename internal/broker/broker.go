@@ -345,6 +345,10 @@ func (b *Broker) Addrs() []string {
 // NodeID returns the broker's node id.
 func (b *Broker) NodeID() int32 { return b.cfg.NodeID }
 
+// RequestBudget returns the request path's memory budget
+// (queued.max.request.bytes).
+func (b *Broker) RequestBudget() *protocol.Budget { return b.server.Budget() }
+
 // Close stops serving, closes every partition (flushing its log), revokes
 // the broker's registration, stops the embedded etcd and, if every log
 // closed cleanly and the broker is not recovering from an unclean shutdown,

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Budget is the server-wide memory budget of the request path
@@ -32,8 +33,8 @@ type Budget struct {
 	// waiting is the bytes of partial frames held by readers waiting in
 	// Acquire.
 	waiting int64
-	// waiters is the number of readers waiting in acquire.
-	waiters int
+	// waiters are the readers waiting in acquire.
+	waiters map[*conn]*waiter
 	// small is the bytes of whole request frames of up to smallFrame
 	// (chargeSmall) not yet released: requests handled or parked, whose
 	// bytes a waiting reader cannot count on being released soon (a
@@ -49,9 +50,13 @@ type Budget struct {
 	// changed is closed, and replaced, when used goes down, a reader
 	// starts waiting or the overdraft ends.
 	changed chan struct{}
+	// overdrawn is the bytes taken beyond the limit by overdraft readers
+	// and not yet released (see conn.overdrawn).
+	overdrawn int64
 	// overdraft is the reader that may exceed the budget until its frame
-	// is read (see acquire); nil if none.
-	overdraft *conn
+	// is read (see acquire), since overdraftAt; nil if none.
+	overdraft   *conn
+	overdraftAt time.Time
 }
 
 // NewBudget returns a budget of limit bytes; limit <= 0 is unlimited.
@@ -138,7 +143,7 @@ func (b *Budget) Charge(n int64) {
 }
 
 // Release returns n bytes.
-func (b *Budget) Release(n int64) { b.release(n, 0) }
+func (b *Budget) Release(n int64) { b.releaseFrom(nil, n, 0) }
 
 // chargeSmall charges the n bytes of a small request frame (never more
 // than smallFrame): see small.
@@ -165,8 +170,9 @@ func (b *Budget) park(n int64) {
 	b.mu.Unlock()
 }
 
-// release returns n bytes, small of them charged by chargeSmall.
-func (b *Budget) release(n, small int64) {
+// releaseFrom returns n bytes of reader's (nil: a handler's), small of
+// them charged by chargeSmall.
+func (b *Budget) releaseFrom(reader *conn, n, small int64) {
 	if b == nil {
 		return
 	}
@@ -176,8 +182,31 @@ func (b *Budget) release(n, small int64) {
 	b.mu.Lock()
 	b.used -= n
 	b.small -= small
+	if reader != nil && reader.overdrawn > 0 {
+		r := min(reader.overdrawn, n)
+		reader.overdrawn -= r
+		b.overdrawn -= r
+	}
 	b.broadcastLocked()
 	b.mu.Unlock()
+}
+
+// overdraftPatience is how long a reader may wait for room before the
+// overdraft may be given although bytes in use are not all stuck (see
+// acquire): bytes that will be released, but not soon (the responses of a
+// client that reads slowly, the partial frame of one that sends slowly),
+// must not keep a small frame waiting behind them.
+const overdraftPatience = time.Second
+
+// waiter is a reader waiting in acquire.
+type waiter struct {
+	// left is the bytes of its frame not yet taken, this step's
+	// included: the overdraft goes to the waiter with the least left.
+	left int64
+	// since is when it began to wait.
+	since time.Time
+	// bulk: a Produce frame (see acquire).
+	bulk bool
 }
 
 // acquire takes n bytes for the frame that reader is reading, waiting
@@ -190,57 +219,149 @@ func (b *Budget) release(n, small int64) {
 // Produce frames do not get past parked ones: were they let through, the
 // produce requests parked at once would be bounded by nothing; and a
 // frame let through is not counted as stuck once read, so that the next
-// waits for it. When every byte in use
-// is stuck so, nothing might be released: one waiting reader then
-// becomes the overdraft reader, which takes the rest of its frame without
-// waiting until it calls frameDone, and the others go on waiting. So the
-// budget is exceeded by at most one frame, and only when nothing else is
-// sure to move.
-func (b *Budget) acquire(ctx context.Context, n, held int64, reader *conn) error {
-	return b.acquireFrame(ctx, n, held, reader, true)
-}
-
-// acquireFrame is acquire for a frame that is a Produce's (bulk) or not.
-func (b *Budget) acquireFrame(ctx context.Context, n, held int64, reader *conn, bulk bool) error {
+// waits for it.
+//
+// When every byte in use is stuck so, nothing might be released: one
+// waiting reader then becomes the overdraft reader, which takes the rest
+// of its frame without waiting until it calls frameDone, and the others
+// go on waiting. So does one when a reader has waited overdraftPatience
+// and what earlier overdraft readers took beyond the limit has been
+// released: bytes that will be released but not soon (responses that a
+// client reads slowly, partial frames) must not keep others waiting. Of
+// the waiting readers, the overdraft goes to the one with the fewest
+// bytes of its frame left to read (a normal 1 MB produce, not a
+// client's 100 MB frame that trickles in); and readFrame closes the
+// connection of an overdraft reader that does not finish its frame
+// within StallTimeout while others wait. So the budget is exceeded by at
+// most one frame, besides what handlers are charged beyond it (Charge),
+// and a waiting reader gets its turn.
+//
+// size is the frame's size; bulk tells whether it is a Produce's.
+func (b *Budget) acquire(ctx context.Context, n, held, size int64, reader *conn, bulk bool) error {
 	if b == nil || n <= 0 {
 		return nil
 	}
 	b.mu.Lock()
 	if b.fitsLocked(n) || b.overdraft == reader {
-		b.used += n
+		b.takeLocked(reader, n)
 		b.mu.Unlock()
 		return nil
 	}
+	if b.waiters == nil {
+		b.waiters = make(map[*conn]*waiter)
+	}
+	w := &waiter{left: size - held, since: time.Now(), bulk: bulk}
+	b.waiters[reader] = w
 	b.waiting += held
-	b.waiters++
 	b.broadcastLocked() // others may now be the only ones able to move
+	var timer *time.Timer
 	defer func() {
 		b.waiting -= held
-		b.waiters--
+		delete(b.waiters, reader)
 		b.mu.Unlock()
+		if timer != nil {
+			timer.Stop()
+		}
 	}()
 	for {
-		stuck := b.waiting + b.small
-		if !bulk {
-			stuck += b.parked
-		}
-		if b.overdraft == nil && b.used <= stuck {
-			b.overdraft = reader
+		now := time.Now()
+		if b.overdraft == nil {
+			if r := b.pickOverdraftLocked(now); r != nil {
+				b.overdraft, b.overdraftAt = r, now
+				if r != reader {
+					b.broadcastLocked()
+				}
+			}
 		}
 		if b.fitsLocked(n) || b.overdraft == reader {
-			b.used += n
+			b.takeLocked(reader, n)
 			return nil
+		}
+		// Wake when this reader's patience runs out, if it has not.
+		var patience <-chan time.Time
+		if d := w.since.Add(overdraftPatience).Sub(now); d > 0 {
+			if timer == nil {
+				timer = time.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
+			patience = timer.C
 		}
 		changed := b.changed
 		b.mu.Unlock()
 		select {
 		case <-changed:
+		case <-patience:
 		case <-ctx.Done():
 			b.mu.Lock()
 			return ctx.Err()
 		}
 		b.mu.Lock()
 	}
+}
+
+// takeLocked takes n bytes for reader's frame, counting what goes beyond
+// the limit as overdrawn.
+func (b *Budget) takeLocked(reader *conn, n int64) {
+	over := max(b.used+n-b.limit, 0) - max(b.used-b.limit, 0)
+	b.used += n
+	if reader != nil && b.limit > 0 && over > 0 {
+		reader.overdrawn += over
+		b.overdrawn += over
+	}
+}
+
+// pickOverdraftLocked returns the waiting reader that gets the overdraft
+// now, or nil if none does (see acquire).
+func (b *Budget) pickOverdraftLocked(now time.Time) *conn {
+	patient := false
+	if b.overdrawn == 0 {
+		for _, w := range b.waiters {
+			if now.Sub(w.since) >= overdraftPatience {
+				patient = true
+				break
+			}
+		}
+	}
+	stuck := b.waiting + b.small
+	var best *conn
+	var bestW *waiter
+	for r, w := range b.waiters {
+		eligible := patient || b.used <= stuck
+		if !eligible && !w.bulk {
+			eligible = b.used <= stuck+b.parked
+		}
+		if !eligible {
+			continue
+		}
+		if bestW == nil || w.left < bestW.left || w.left == bestW.left && w.since.Before(bestW.since) {
+			best, bestW = r, w
+		}
+	}
+	return best
+}
+
+// Waiting returns the number of readers waiting for room.
+func (b *Budget) Waiting() int {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiters)
+}
+
+// overdraftSince reports when reader got the overdraft, if it holds it.
+func (b *Budget) overdraftSince(reader *conn) (time.Time, bool) {
+	if b == nil {
+		return time.Time{}, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.overdraft != reader {
+		return time.Time{}, false
+	}
+	return b.overdraftAt, true
 }
 
 // contended reports whether a reader is waiting for room.
@@ -250,7 +371,7 @@ func (b *Budget) contended() bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.waiters > 0
+	return len(b.waiters) > 0
 }
 
 // frameDone ends reader's overdraft, if it has it, once its frame is read

@@ -4,6 +4,7 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -94,12 +95,13 @@ func TestBudgetFloorAfterWrite(t *testing.T) {
 // bytes, is not waiting for the budget: nothing else let other large
 // frames (a follower's Fetch of thousands of partitions, a Metadata request
 // for thousands of topics) through before IdleTimeout closed it. With
-// StallTimeout it is closed once it stalls while others wait; disabled,
-// the old behaviour: the large request is not answered.
+// StallTimeout it is closed once it stalls while others wait; the large
+// request is answered either way (the overdraft, after overdraftPatience).
+// Disabled, the stalled client keeps its connection and its bytes.
 func TestBudgetStalledFrameClosed(t *testing.T) {
 	for _, tc := range []struct {
-		stall    time.Duration
-		answered bool
+		stall  time.Duration
+		closed bool
 	}{{500 * time.Millisecond, true}, {-1, false}} {
 		t.Run(fmt.Sprintf("StallTimeout=%v", tc.stall), func(t *testing.T) {
 			const budget = 1 << 20
@@ -120,13 +122,20 @@ func TestBudgetStalledFrameClosed(t *testing.T) {
 			frame := AppendRequest(nil, metadataRequest(9, topics...), 1, &testClientID)
 			c := dialRaw(t, addr)
 			c.write(frame)
-			c.nc.SetReadDeadline(time.Now().Add(3 * time.Second))
-			_, err := ReadResponse(c.br, 64<<20)
-			if got := err == nil; got != tc.answered {
-				t.Fatalf("%d-byte Metadata request beside a stalled 600 KiB partial frame: answered %v (%v), want %v", len(frame), got, err, tc.answered)
+			c.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+			if _, err := ReadResponse(c.br, 64<<20); err != nil {
+				t.Fatalf("%d-byte Metadata request beside a stalled 600 KiB partial frame: %v", len(frame), err)
 			}
-			if tc.answered {
+			if tc.closed {
 				slow.expectClosed()
+				return
+			}
+			slow.nc.SetReadDeadline(time.Now().Add(1500 * time.Millisecond))
+			var one [1]byte
+			_, err := slow.br.Read(one[:])
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Fatalf("stalled client with StallTimeout disabled: read %v, want its connection kept open", err)
 			}
 		})
 	}
@@ -302,5 +311,133 @@ func TestBudgetFrameBesideParkedLargeFrame(t *testing.T) {
 	producer.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := ReadResponse(producer.br, 1<<20); err != nil {
 		t.Fatalf("produce: %v", err)
+	}
+}
+
+// produceFrame is a Produce v9 request frame of about size bytes of
+// records (acks=1).
+func produceFrame(size int, correlationID int32) []byte {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = 1
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "t"
+	part := kmsg.NewProduceRequestTopicPartition()
+	part.Records = make([]byte, size)
+	topic.Partitions = append(topic.Partitions, part)
+	req.Topics = append(req.Topics, topic)
+	return AppendRequest(nil, req, correlationID, nil)
+}
+
+// produceAnswerer answers every Produce request at once.
+func produceAnswerer() *testHandler {
+	return &testHandler{hook: func(_ context.Context, req *Request) (Response, bool) {
+		if p, ok := req.Body.(*kmsg.ProduceRequest); ok {
+			return Response{Body: p.ResponseKind()}, true
+		}
+		return Response{}, false
+	}}
+}
+
+// trickle writes chunk bytes every interval to c until the write fails or
+// stop is closed, and returns how many it wrote once it stopped.
+func trickle(c *rawClient, chunk int, interval time.Duration, stop <-chan struct{}) <-chan int {
+	sent := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { sent <- n }()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			c.nc.SetWriteDeadline(time.Now().Add(ioTimeout))
+			m, err := c.nc.Write(make([]byte, chunk))
+			n += m
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return sent
+}
+
+// A client whose 90 MB frame trickles in got the overdraft when its
+// partial frame filled the budget, and kept it while it trickled: a
+// 1 MiB produce from another client waited until the 90 MB had arrived.
+// Now the overdraft goes to the waiting frame with the fewest bytes left,
+// and one that does not finish its frame within StallTimeout of getting
+// it while others wait is closed.
+func TestBudgetTrickleDoesNotStarve(t *testing.T) {
+	const budget = 1 << 20
+	s, addr := startServer(t, Config{QueuedMaxBytes: budget, IdleTimeout: time.Minute, StallTimeout: 500 * time.Millisecond}, produceAnswerer())
+	slow := dialRaw(t, addr)
+	slow.write(produceFrameHeader(90 << 20))
+	slow.write(make([]byte, budget)) // fills the budget and waits for more
+	waitFor(t, ioTimeout, func() error {
+		if u := s.budget.Used(); u < budget {
+			return fmt.Errorf("used %d", u)
+		}
+		return nil
+	})
+	// 128 KiB every 100 ms: well over the 64 KiB per StallTimeout that
+	// used to keep a frame open, far under what 90 MB in 500 ms needs.
+	stop := make(chan struct{})
+	defer close(stop)
+	trickle(slow, 128<<10, 100*time.Millisecond, stop)
+
+	c := dialRaw(t, addr)
+	frame := produceFrame(1<<20, 7)
+	go c.nc.Write(frame)
+	c.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	if _, err := ReadResponse(c.br, 1<<20); err != nil {
+		t.Fatalf("a %d-byte produce beside a trickling 90 MB frame (budget %d): %v", len(frame), budget, err)
+	}
+	slow.expectClosed()
+}
+
+// A frame granted a step of its buffer that then trickles in, at 64 KiB
+// per StallTimeout or more but slower than the step needs, kept the bytes
+// it was granted for as long as it trickled. While others wait, a large
+// frame must now fill each step within StallTimeout of being granted it.
+func TestBudgetSlowStepClosed(t *testing.T) {
+	const budget = 1 << 20
+	s, addr := startServer(t, Config{QueuedMaxBytes: budget, IdleTimeout: time.Minute, StallTimeout: 500 * time.Millisecond}, produceAnswerer())
+	slow := dialRaw(t, addr)
+	slow.write(produceFrameHeader(90 << 20))
+	// 700 KiB: the buffer is 1 MiB (the whole budget) with 324 KiB of
+	// the step still to come.
+	const sentFirst = 700 << 10
+	slow.write(make([]byte, sentFirst))
+	waitFor(t, ioTimeout, func() error {
+		if u := s.budget.Used(); u < budget {
+			return fmt.Errorf("used %d", u)
+		}
+		return nil
+	})
+	// Another client's frame waits for room.
+	other := dialRaw(t, addr)
+	go other.nc.Write(produceFrame(1<<20, 1))
+	waitFor(t, ioTimeout, func() error {
+		if n := s.budget.Waiting(); n == 0 {
+			return errors.New("nobody waits for the budget")
+		}
+		return nil
+	})
+	// 64 KiB every 400 ms: 64 KiB per StallTimeout or more, but the
+	// step's last 324 KiB take 2 s.
+	stop := make(chan struct{})
+	sent := trickle(slow, 64<<10, 400*time.Millisecond, stop)
+	slow.expectClosed()
+	close(stop)
+	if n := <-sent; sentFirst+n >= budget {
+		t.Fatalf("the trickling client sent its whole step (%d bytes) before it was closed", sentFirst+n)
+	}
+	other.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	if _, err := ReadResponse(other.br, 1<<20); err != nil {
+		t.Fatalf("the waiting produce: %v", err)
 	}
 }

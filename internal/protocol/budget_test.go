@@ -37,7 +37,7 @@ func TestBudgetAccounting(t *testing.T) {
 	b.Release(500)
 
 	var nilBudget *Budget
-	if !nilBudget.TryAcquire(1<<40) || nilBudget.Grant(5) != 5 || nilBudget.acquire(context.Background(), 1, 0, nil) != nil {
+	if !nilBudget.TryAcquire(1<<40) || nilBudget.Grant(5) != 5 || nilBudget.acquire(context.Background(), 1, 0, 1, nil, true) != nil {
 		t.Fatal("a nil budget refused")
 	}
 	nilBudget.Release(1)
@@ -51,7 +51,7 @@ func TestBudgetAcquireWaits(t *testing.T) {
 	b.Charge(100) // held by a response being written
 	r1, r2 := &conn{}, &conn{}
 	done := make(chan error, 1)
-	go func() { done <- b.acquire(context.Background(), 50, 10, r1) }()
+	go func() { done <- b.acquire(context.Background(), 50, 10, 100, r1, true) }()
 	select {
 	case err := <-done:
 		t.Fatalf("acquire returned %v on a full budget", err)
@@ -62,7 +62,7 @@ func TestBudgetAcquireWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- b.acquire(ctx, 50, 10, r2) }()
+	go func() { done <- b.acquire(ctx, 50, 10, 100, r2, true) }()
 	time.Sleep(20 * time.Millisecond)
 	cancel()
 	if err := <-done; err == nil {
@@ -81,7 +81,7 @@ func TestBudgetOverdraft(t *testing.T) {
 	var got [2]chan error
 	for i, r := range []*conn{r1, r2} {
 		got[i] = make(chan error, 1)
-		go func() { got[i] <- b.acquire(context.Background(), 50, 50, r) }()
+		go func() { got[i] <- b.acquire(context.Background(), 50, 50, 200, r, true) }()
 	}
 	var first int
 	select {
@@ -101,7 +101,7 @@ func TestBudgetOverdraft(t *testing.T) {
 	other := 1 - first
 	winner := []*conn{r1, r2}[first]
 	// The overdraft reader goes on without waiting; the other waits.
-	if err := b.acquire(context.Background(), 100, 100, winner); err != nil {
+	if err := b.acquire(context.Background(), 100, 100, 200, winner, true); err != nil {
 		t.Fatal(err)
 	}
 	select {

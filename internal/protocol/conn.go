@@ -133,6 +133,10 @@ type conn struct {
 	// responses is not judged by bytes about to be released
 	// (ReserveResponse's floor).
 	writing atomic.Int64
+	// overdrawn is the bytes the connection took beyond the budget's
+	// limit as the overdraft reader (Budget.acquire) and has not given
+	// back. Guarded by the budget's mutex.
+	overdrawn int64
 
 	closeOnce sync.Once
 }
@@ -172,7 +176,7 @@ func (c *conn) giveSmall(n, small int64) {
 	}
 	c.charged.Add(-n)
 	c.small.Add(-small)
-	c.s.budget.release(n, small)
+	c.s.budget.releaseFrom(c, n, small)
 	select {
 	case c.released <- struct{}{}:
 	default:
@@ -406,25 +410,48 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 		return frame, nil
 	}
 	defer budget.frameDone(c)
-	// The caller set the read deadline to IdleTimeout from now; while
-	// others wait for the budget, this frame must also progress by
-	// smallFrame bytes every StallTimeout (from its last growth, since
-	// waiting for the budget is not the client's fault), or the
-	// connection is closed and what the frame holds given back.
+	// The caller set the read deadline to IdleTimeout from now. While
+	// others wait for the budget, this frame must also fill each step of
+	// its buffer within StallTimeout of being granted it (or of the last
+	// check at which nobody waited), or the connection is closed and what
+	// the frame holds given back: a client must send about as many bytes
+	// per StallTimeout as its partial frame holds, so one that trickles
+	// cannot keep them from others. The time spent waiting for the budget
+	// is not counted: that is not the client's fault. Holding the
+	// overdraft (Budget.acquire), it must send the rest of the frame at a
+	// pace that finishes it within StallTimeout of getting the overdraft,
+	// checked every tenth of that, so that a frame that trickles in does
+	// not keep the overdraft from a normal one for long.
 	var idleEnd time.Time
 	if c.s.cfg.IdleTimeout > 0 {
 		idleEnd = time.Now().Add(c.s.cfg.IdleTimeout)
 	}
 	stall := c.s.cfg.StallTimeout
 	var frame []byte
-	var mark int
 	var check time.Time
+	// The overdraft's pace: from paceStart, when paceBase bytes had been
+	// read, the rest must come within stall; checked at paceCheck.
+	var paceStart, paceCheck time.Time
+	var paceBase int
 	checkpoint := func(now time.Time) {
 		if stall <= 0 {
 			return
 		}
-		mark, check = len(frame), now.Add(stall)
+		check = now.Add(stall)
+		if paceStart.IsZero() {
+			if _, ok := budget.overdraftSince(c); ok {
+				paceStart, paceBase = now, len(frame)
+			}
+		}
 		d := check
+		if !paceStart.IsZero() {
+			if paceCheck.IsZero() || !now.Before(paceCheck) {
+				paceCheck = now.Add(stall / 10)
+			}
+			if paceCheck.Before(d) {
+				d = paceCheck
+			}
+		}
 		if !idleEnd.IsZero() && idleEnd.Before(d) {
 			d = idleEnd
 		}
@@ -434,7 +461,7 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 		if len(frame) == cap(frame) {
 			n := min(max(2*cap(frame), smallFrame), size)
 			grow := int64(n - cap(frame))
-			if err := budget.acquireFrame(c.ctx, grow, int64(cap(frame)), c, bulk); err != nil {
+			if err := budget.acquire(c.ctx, grow, int64(cap(frame)), int64(size), c, bulk); err != nil {
 				return frame, err
 			}
 			c.take(grow)
@@ -454,15 +481,37 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 			}
 			// The stall check's deadline: see below.
 		}
-		if stall > 0 && !now.Before(check) {
-			if len(frame)-mark < smallFrame && budget.contended() {
-				return frame, fmt.Errorf("%w: %d of %d bytes sent, under %d in the last %v while others wait for the memory budget",
-					errStalled, len(frame), size, smallFrame, stall)
+		if stall <= 0 || len(frame) == cap(frame) {
+			continue
+		}
+		paced := !paceStart.IsZero() && !now.Before(paceCheck)
+		if !paced && now.Before(check) {
+			if err != nil {
+				checkpoint(now)
+			}
+			continue
+		}
+		if !budget.contended() {
+			if paced {
+				// Nobody waits: the pace starts again from here.
+				paceStart, paceBase = now, len(frame)
 			}
 			checkpoint(now)
-		} else if err != nil {
-			checkpoint(now)
+			continue
 		}
+		if paced {
+			left := size - paceBase
+			due := int64(float64(left) * float64(now.Sub(paceStart)) / float64(stall))
+			if int64(len(frame)-paceBase+smallFrame) < due {
+				return frame, fmt.Errorf("%w: %d of %d bytes sent, %d in the %v since it got the overdraft, too slow to finish within %v while others wait for the memory budget",
+					errStalled, len(frame), size, len(frame)-paceBase, now.Sub(paceStart).Round(time.Millisecond), stall)
+			}
+		}
+		if !now.Before(check) {
+			return frame, fmt.Errorf("%w: %d of %d bytes sent, the %d-byte buffer not filled within %v while others wait for the memory budget",
+				errStalled, len(frame), size, cap(frame), stall)
+		}
+		checkpoint(now)
 	}
 	return frame, nil
 }

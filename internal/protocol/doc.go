@@ -148,27 +148,36 @@
 // fetch of over 64 KiB that waits for room), one of the waiting readers
 // (the overdraft reader) finishes its frame over the budget while the
 // others go on waiting; a frame so read is not counted as stuck, so the
-// next waits for it. So the request path holds at most QueuedMaxBytes,
-// plus one frame, plus what does not wait (frames under 64 KiB, at most
+// next waits for it. The overdraft is also given when a reader has waited
+// a second (overdraftPatience) and what earlier overdraft readers took
+// beyond the limit has been given back, so that bytes released on a slow
+// schedule (responses to a client that reads slowly) do not keep a frame
+// waiting. So the request path holds at most QueuedMaxBytes, plus one
+// frame, plus what does not wait (frames under 64 KiB, at most
 // MaxQueuedBytesPerConnection per connection; 1 MiB and one batch per
 // fetching connection; one large decompression over the budget at a time
-// and small ones of up to 256 KiB, in internal/records). A client that sends part of a large frame and then
-// stalls would hold those bytes until IdleTimeout closes it, and large
-// frames of other clients would wait for them meanwhile: while any reader
-// waits for room, a large frame that gets less than 64 KiB further in
-// Config.StallTimeout (10 s; counted from the frame's last growth, so
-// between one and two StallTimeouts) closes its connection, giving its
-// bytes back. One that trickles at least 64 KiB per StallTimeout is not
-// closed, and other large frames wait for it: an open hole (issue 16).
+// and small ones of up to 256 KiB, in internal/records).
+//
+// No client keeps others waiting for long. The overdraft goes to the
+// waiting reader with the fewest bytes of its frame left to read, so a
+// normal produce goes before a 100 MB frame. While any reader waits for
+// room, a large frame must fill each step of its buffer (a doubling)
+// within Config.StallTimeout (10 s) of being granted it, that is send
+// about as many bytes per StallTimeout as it holds, and the overdraft
+// reader must send the rest of its frame at a pace that finishes it
+// within StallTimeout of getting the overdraft (checked every tenth of
+// it); otherwise its connection is closed, giving its bytes back. Time
+// spent waiting for the budget is not held against a client.
+//
 // Large frames are not only bulk produce: a follower's Fetch v12 of more
 // than about 2,000 partitions, a SyncGroup of a large group, a Metadata
 // request naming thousands of topics are over 64 KiB and wait for room
 // like any; what they wait for is written responses, handlers finishing,
-// or at most StallTimeout for stalled clients to be closed. Followers get
-// no headroom of their own (Kafka's memory pool has none either). Go's garbage collector lets the heap grow
-// to about twice what is live (GOGC=100) before it collects; the hostile
-// test (test/badinput_memory_test.go) measures a peak heap of about 2.5
-// times the budget under attack.
+// slow clients to be closed, or the overdraft. Followers get no headroom
+// of their own (Kafka's memory pool has none either). Go's garbage
+// collector lets the heap grow to about twice what is live (GOGC=100)
+// before it collects; the hostile test (test/badinput_memory_test.go)
+// measures a peak heap of about 2.5 times the budget under attack.
 //
 // # Errors
 //

@@ -64,11 +64,13 @@ type Config struct {
 	IdleTimeout time.Duration
 	// StallTimeout (default DefaultStallTimeout; negative disables it):
 	// while other connections wait for the memory budget, a connection
-	// whose client sends less than 64 KiB of a frame over 64 KiB within
-	// this long is closed, giving back what its partial frame holds, so
-	// that a client that sends part of a large frame and stalls cannot
-	// keep others' large requests waiting until IdleTimeout. Samsa's own:
-	// Kafka has no memory pool by default.
+	// whose frame over 64 KiB does not fill the step of its buffer it was
+	// granted within this long, or that holds the overdraft and does not
+	// send the rest of its frame at a pace that finishes it within this
+	// long, is closed, giving back what its partial frame holds, so that a
+	// client that sends a large frame slowly cannot keep others' requests
+	// waiting (see the package documentation). Samsa's own: Kafka has no
+	// memory pool by default.
 	StallTimeout time.Duration
 	// WriteTimeout bounds each write of responses (default 30 seconds), so
 	// that a client that stops reading cannot pin the connection's
