@@ -28,7 +28,10 @@ package broker
 //
 // Sessions (KIP-227, v7+): samsa answers every request in full with session
 // id 0, which tells clients that no session was created; they then keep
-// sending full requests. A request naming a session id gets
+// sending full requests. As in Kafka, a request with session epoch 0
+// (open a session) or -1 (no session) is a full fetch whatever session id
+// it names (kafka-go sends id -1, epoch -1); any other epoch is an
+// incremental fetch of a session, which samsa never has:
 // FETCH_SESSION_ID_NOT_FOUND.
 //
 // v9+: CurrentLeaderEpoch is checked (FENCED_LEADER_EPOCH /
@@ -58,12 +61,11 @@ import (
 
 func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.FetchRequest)
-	if r.Version >= 7 && (r.SessionID != 0 || r.SessionEpoch > 0) {
+	if r.Version >= 7 && r.SessionEpoch != 0 && r.SessionEpoch != -1 {
+		// Only an incremental fetch names a session that must exist,
+		// and samsa keeps none.
 		resp := r.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
-		if r.SessionID == 0 {
-			resp.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
-		}
 		return reply(resp)
 	}
 	resp, n, done, parts := b.fetchOnce(req, r)
