@@ -36,6 +36,15 @@ func (c *Coordinator) StartJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 	if req.Version >= 1 {
 		rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
 	}
+	// As Kafka: the group id and the coordinator first, then the
+	// request's own fields (kafka-go's suite joins with neither a group
+	// id nor a session timeout and wants INVALID_GROUP_ID).
+	c.mu.Lock()
+	_, code := c.lookupLocked(req.Group)
+	c.mu.Unlock()
+	if code != 0 {
+		return fail(code)
+	}
 	if session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout {
 		return fail(kerr.InvalidSessionTimeout.Code)
 	}
