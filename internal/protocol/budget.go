@@ -230,7 +230,8 @@ type waiter struct {
 // client reads slowly, partial frames) must not keep others waiting. Of
 // the waiting readers, the overdraft goes to the one with the fewest
 // bytes of its frame left to read (a normal 1 MB produce, not a
-// client's 100 MB frame that trickles in); and readFrame closes the
+// client's 100 MB frame that trickles in), each second it has waited
+// counting as 1 MiB fewer (overdraftAging); and readFrame closes the
 // connection of an overdraft reader that does not finish its frame
 // within StallTimeout while others wait. So the budget is exceeded by at
 // most one frame, besides what handlers are charged beyond it (Charge),
@@ -300,6 +301,22 @@ func (b *Budget) acquire(ctx context.Context, n, held, size int64, reader *conn,
 	}
 }
 
+// forgiveOverdraft stops counting what reader took beyond the limit as
+// overdrawn (see conn.overdrawn): its request is parked for as long as its
+// client likes.
+func (b *Budget) forgiveOverdraft(reader *conn) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if reader.overdrawn > 0 {
+		b.overdrawn -= reader.overdrawn
+		reader.overdrawn = 0
+		b.broadcastLocked()
+	}
+}
+
 // takeLocked takes n bytes for reader's frame, counting what goes beyond
 // the limit as overdrawn.
 func (b *Budget) takeLocked(reader *conn, n int64) {
@@ -334,11 +351,22 @@ func (b *Budget) pickOverdraftLocked(now time.Time) *conn {
 		if !eligible {
 			continue
 		}
-		if bestW == nil || w.left < bestW.left || w.left == bestW.left && w.since.Before(bestW.since) {
+		if bestW == nil || w.priority(now) < bestW.priority(now) || w.priority(now) == bestW.priority(now) && w.since.Before(bestW.since) {
 			best, bestW = r, w
 		}
 	}
 	return best
+}
+
+// overdraftAging is how much waiting counts for in the overdraft's pick:
+// each second waited counts as this many bytes fewer left, so that a
+// stream of small frames cannot keep a larger one waiting for ever, nor
+// can a 100 MB frame be passed over for long by normal ones.
+const overdraftAging = 1 << 20
+
+// priority orders waiters for the overdraft: the lowest goes first.
+func (w *waiter) priority(now time.Time) int64 {
+	return w.left - int64(now.Sub(w.since).Seconds()*overdraftAging)
 }
 
 // Waiting returns the number of readers waiting for room.

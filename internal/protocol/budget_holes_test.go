@@ -441,3 +441,138 @@ func TestBudgetSlowStepClosed(t *testing.T) {
 		t.Fatalf("the waiting produce: %v", err)
 	}
 }
+
+// parkHandler answers Produce at once, and parks a Metadata request whose
+// first topic starts with "park" as a long poll (Mute, answered when its
+// context ends), like a Fetch with a large MaxWaitMillis.
+func parkHandler() *testHandler {
+	return &testHandler{hook: func(ctx context.Context, req *Request) (Response, bool) {
+		switch body := req.Body.(type) {
+		case *kmsg.ProduceRequest:
+			return Response{Body: body.ResponseKind()}, true
+		case *kmsg.MetadataRequest:
+			if t := topicOf(req); len(t) >= 4 && t[:4] == "park" {
+				return Response{Mute: true, Later: func() kmsg.Response {
+					<-ctx.Done()
+					return metadataResponse(req, body)
+				}}, true
+			}
+		}
+		return Response{}, false
+	}}
+}
+
+// parkFrame is a long poll of about 14 bytes per topic.
+func parkFrame(topics int) []byte {
+	names := []string{"park"}
+	for i := range topics {
+		names = append(names, fmt.Sprintf("topic-%06d", i))
+	}
+	return AppendRequest(nil, metadataRequest(9, names...), 1, &testClientID)
+}
+
+// A long poll that got the overdraft and then parked kept what it took
+// beyond the limit counted as overdrawn until it ended, which can be days
+// (MaxWaitMillis is not capped): no other reader got the overdraft after
+// waiting meanwhile, and a 1 MiB produce waited for the long polls.
+// (Found by review.)
+func TestBudgetParkedOverdraftForgiven(t *testing.T) {
+	const budget = 1 << 20
+	s, addr := startServer(t, Config{QueuedMaxBytes: budget, IdleTimeout: time.Minute, StallTimeout: 500 * time.Millisecond}, parkHandler())
+	a := dialRaw(t, addr)
+	a.write(parkFrame(50000)) // about 700 KiB: fits, and parks
+	waitFor(t, ioTimeout, func() error {
+		if u := s.budget.Used(); u < 600<<10 {
+			return fmt.Errorf("used %d", u)
+		}
+		return nil
+	})
+	b := dialRaw(t, addr)
+	b.write(parkFrame(25000)) // about 350 KiB: waits, gets the overdraft after a second, parks
+	waitFor(t, ioTimeout, func() error {
+		if u, n := s.budget.Used(), s.budget.Waiting(); u <= budget || n > 0 {
+			return fmt.Errorf("used %d, %d waiting", u, n)
+		}
+		return nil
+	})
+	c := dialRaw(t, addr)
+	go c.nc.Write(produceFrame(1<<20, 7))
+	c.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	if _, err := ReadResponse(c.br, 1<<20); err != nil {
+		t.Fatalf("a 1 MiB produce beside two parked long polls over the budget: %v", err)
+	}
+}
+
+// The overdraft went to the waiter with the fewest bytes left however long
+// the others had waited: a stream of 80 KiB requests kept a 1 MiB produce
+// waiting for ever. Each second waited now counts as 1 MiB fewer left.
+// (Found by review.)
+func TestBudgetOverdraftAges(t *testing.T) {
+	const budget = 1 << 20
+	s, addr := startServer(t, Config{QueuedMaxBytes: budget, IdleTimeout: time.Minute, StallTimeout: 500 * time.Millisecond}, parkHandler())
+	s.budget.Charge(budget) // held, not stuck (responses a client reads slowly)
+	defer s.budget.Release(budget)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var names []string
+	for i := range 8000 {
+		names = append(names, fmt.Sprintf("t-%06d", i))
+	}
+	frame := AppendRequest(nil, metadataRequest(9, names...), 1, &testClientID) // about 80 KiB
+	done := make(chan struct{})
+	for range 8 { // 8 connections, two requests in flight each
+		h := dialRaw(t, addr)
+		h.write(frame)
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for ctx.Err() == nil {
+				h.nc.SetDeadline(time.Now().Add(ioTimeout))
+				if _, err := h.nc.Write(frame); err != nil {
+					return
+				}
+				if _, err := ReadResponse(h.br, 64<<20); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	waitFor(t, ioTimeout, func() error {
+		if s.budget.Waiting() == 0 {
+			return errors.New("nobody waits for the budget")
+		}
+		return nil
+	})
+	c := dialRaw(t, addr)
+	go c.nc.Write(produceFrame(1<<20, 7))
+	c.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	_, err := ReadResponse(c.br, 1<<20)
+	cancel()
+	for range 8 {
+		<-done
+	}
+	if err != nil {
+		t.Fatalf("a 1 MiB produce beside a stream of 80 KiB requests (patience 1 s): %v", err)
+	}
+}
+
+// While a long poll muted its connection, the reader read nothing and so
+// did not see the client close: the poll ran to its end, holding the
+// connection, its limits' slots and its bytes. (Found by review.)
+func TestMutedConnectionNoticesClose(t *testing.T) {
+	s, addr := startServer(t, Config{}, parkHandler())
+	c := dialRaw(t, addr)
+	c.write(AppendRequest(nil, metadataRequest(9, "park"), 1, &testClientID))
+	waitFor(t, ioTimeout, func() error {
+		if s.NumConnections() != 1 || s.budget.Used() == 0 {
+			return errors.New("long poll not parked yet")
+		}
+		return nil
+	})
+	c.nc.Close()
+	waitFor(t, ioTimeout, func() error {
+		if n := s.NumConnections(); n != 0 {
+			return fmt.Errorf("%d connections after the client closed during a muted long poll", n)
+		}
+		return nil
+	})
+}

@@ -295,6 +295,13 @@ func (c *conn) readLoop() {
 			h.parked = h.frame
 			c.parked.Add(h.parked)
 			c.s.budget.park(h.parked)
+		} else if resp.Later != nil {
+			// A long poll, a SyncGroup: parked for as long as the
+			// client likes. What it took beyond the budget must not
+			// keep the next overdraft from others (Budget.acquire);
+			// it is held like a small frame's bytes, within
+			// MaxQueuedBytesPerConnection.
+			c.s.budget.forgiveOverdraft(c)
 		}
 		if resp.Later == nil && !resp.NoResponse {
 			// Encoded now and counted: a response of any kind (a
@@ -328,9 +335,7 @@ func (c *conn) readLoop() {
 			// A long poll: nothing behind it is read (nor handled,
 			// nor held in memory) until it is answered, as Kafka
 			// mutes a connection until its response is sent.
-			select {
-			case <-p.resolved:
-			case <-c.ctx.Done():
+			if !c.waitMuted(br, p.resolved) {
 				return
 			}
 		}
@@ -341,6 +346,53 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+}
+
+// waitMuted waits until resolved is closed, reading nothing, but noticing
+// a client that closes the connection meanwhile (so that its long poll is
+// cancelled and its bytes given back at once, not when the poll ends). It
+// returns false if the connection is done.
+func (c *conn) waitMuted(br *bufio.Reader, resolved <-chan struct{}) bool {
+	// No deadline while muted: the long poll is not the client idling.
+	c.nc.SetReadDeadline(time.Time{})
+	peeked := make(chan error, 1)
+	go func() {
+		// Whatever the client sends meanwhile stays buffered for the
+		// read loop; only a failed read is acted on.
+		_, err := br.Peek(1)
+		peeked <- err
+	}()
+	select {
+	case err := <-peeked:
+		if err != nil {
+			c.logReadError(err, true)
+			c.shutdown()
+			return false
+		}
+		// A request pipelined behind the long poll: it waits its turn.
+		select {
+		case <-resolved:
+		case <-c.ctx.Done():
+			return false
+		}
+		return true
+	case <-resolved:
+	case <-c.ctx.Done():
+	}
+	// Stop the peek, and wait for it: the read loop reads br next.
+	c.nc.SetReadDeadline(time.Now())
+	err := <-peeked
+	c.nc.SetReadDeadline(time.Time{}) // the read loop sets its own
+	if c.ctx.Err() != nil {
+		return false
+	}
+	var ne net.Error
+	if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+		c.logReadError(err, true)
+		c.shutdown()
+		return false
+	}
+	return true
 }
 
 // waitQueuedBytes waits while the connection holds
@@ -461,8 +513,13 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 		if len(frame) == cap(frame) {
 			n := min(max(2*cap(frame), smallFrame), size)
 			grow := int64(n - cap(frame))
+			waitStart := time.Now()
 			if err := budget.acquire(c.ctx, grow, int64(cap(frame)), int64(size), c, bulk); err != nil {
 				return frame, err
+			}
+			if !idleEnd.IsZero() {
+				// Waiting for the budget is not the client idling.
+				idleEnd = idleEnd.Add(time.Since(waitStart))
 			}
 			c.take(grow)
 			frame = append(make([]byte, 0, n), frame...)

@@ -40,7 +40,9 @@
 // reader until its Later has returned, so nothing a client pipelines behind
 // a long poll is handled, or held in memory unwritable, while it waits
 // (Kafka mutes every connection until its response is sent; samsa does so
-// only behind long polls and pipelines everything else).
+// only behind long polls and pipelines everything else). A muted reader
+// still notices the client closing: the long poll's context is cancelled
+// and its bytes given back at once.
 //
 // # Limits
 //
@@ -152,15 +154,21 @@
 // a second (overdraftPatience) and what earlier overdraft readers took
 // beyond the limit has been given back, so that bytes released on a slow
 // schedule (responses to a client that reads slowly) do not keep a frame
-// waiting. So the request path holds at most QueuedMaxBytes, plus one
-// frame, plus what does not wait (frames under 64 KiB, at most
+// waiting. A request other than Produce that got the overdraft and then
+// waits in a Later (a long poll, a SyncGroup) no longer counts as
+// overdrawn: it waits for as long as its client likes, and is held like a
+// small frame. So the request path holds at most QueuedMaxBytes, plus one
+// frame (two when a parked acks=all produce read over the budget is
+// joined by another request's frame beside it), plus what does not wait
+// (frames under 64 KiB and parked requests read over the budget, at most
 // MaxQueuedBytesPerConnection per connection; 1 MiB and one batch per
 // fetching connection; one large decompression over the budget at a time
 // and small ones of up to 256 KiB, in internal/records).
 //
 // No client keeps others waiting for long. The overdraft goes to the
-// waiting reader with the fewest bytes of its frame left to read, so a
-// normal produce goes before a 100 MB frame. While any reader waits for
+// waiting reader with the fewest bytes of its frame left to read, each
+// second waited counting as 1 MiB fewer, so a normal produce goes before
+// a 100 MB frame, and a stream of small frames does not pass it for ever. While any reader waits for
 // room, a large frame must fill each step of its buffer (a doubling)
 // within Config.StallTimeout (10 s) of being granted it, that is send
 // about as many bytes per StallTimeout as it holds, and the overdraft
