@@ -498,7 +498,7 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 		d := check
 		if !paceStart.IsZero() {
 			if paceCheck.IsZero() || !now.Before(paceCheck) {
-				paceCheck = now.Add(stall / 10)
+				paceCheck = now.Add(max(stall/10, time.Millisecond))
 			}
 			if paceCheck.Before(d) {
 				d = paceCheck
