@@ -175,17 +175,8 @@ func TestBudgetFrameBesideParkedRequest(t *testing.T) {
 		return nil
 	})
 	for _, size := range []int{1 << 20, 3 << 20} {
-		req := kmsg.NewPtrProduceRequest()
-		req.SetVersion(9)
-		req.Acks = 1
-		topic := kmsg.NewProduceRequestTopic()
-		topic.Topic = "t"
-		part := kmsg.NewProduceRequestTopicPartition()
-		part.Records = make([]byte, size-100)
-		topic.Partitions = append(topic.Partitions, part)
-		req.Topics = append(req.Topics, topic)
 		c := dialRaw(t, addr)
-		go c.nc.Write(AppendRequest(nil, req, 1, nil))
+		go c.nc.Write(produceFrame(size-100, 1))
 		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if _, err := ReadResponse(c.br, 1<<20); err != nil {
 			t.Fatalf("a %d-byte produce (budget 1 MiB) not answered in 5s beside one parked request: %v", size, err)
@@ -314,9 +305,9 @@ func TestBudgetFrameBesideParkedLargeFrame(t *testing.T) {
 	}
 }
 
-// produceFrame is a Produce v9 request frame of about size bytes of
-// records (acks=1).
-func produceFrame(size int, correlationID int32) []byte {
+// rawProduceRequest is a Produce v9 request (acks=1) of size zero bytes of
+// records for topic "t".
+func rawProduceRequest(size int) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
 	req.Acks = 1
@@ -326,7 +317,12 @@ func produceFrame(size int, correlationID int32) []byte {
 	part.Records = make([]byte, size)
 	topic.Partitions = append(topic.Partitions, part)
 	req.Topics = append(req.Topics, topic)
-	return AppendRequest(nil, req, correlationID, nil)
+	return req
+}
+
+// produceFrame is rawProduceRequest(size) as a request frame.
+func produceFrame(size int, correlationID int32) []byte {
+	return AppendRequest(nil, rawProduceRequest(size), correlationID, nil)
 }
 
 // produceAnswerer answers every Produce request at once.

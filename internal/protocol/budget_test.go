@@ -168,22 +168,8 @@ func TestFrameGrowsAsBytesArrive(t *testing.T) {
 // TestBudgetLargeFramesNoDeadlock: more large frames than the budget holds,
 // sent at once by several clients, are all read and answered.
 func TestBudgetLargeFramesNoDeadlock(t *testing.T) {
-	h := &testHandler{hook: func(_ context.Context, req *Request) (Response, bool) {
-		if p, ok := req.Body.(*kmsg.ProduceRequest); ok {
-			return Response{Body: p.ResponseKind()}, true
-		}
-		return Response{}, false
-	}}
-	s, addr := startServer(t, Config{QueuedMaxBytes: 1 << 20}, h)
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks = 1
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "t"
-	part := kmsg.NewProduceRequestTopicPartition()
-	part.Records = make([]byte, 3<<20)
-	topic.Partitions = append(topic.Partitions, part)
-	req.Topics = append(req.Topics, topic)
+	s, addr := startServer(t, Config{QueuedMaxBytes: 1 << 20}, produceAnswerer())
+	req := rawProduceRequest(3 << 20)
 
 	var wg sync.WaitGroup
 	var answered atomic.Int64
