@@ -301,18 +301,31 @@ func (b *Budget) acquire(ctx context.Context, n, held, size int64, reader *conn,
 	}
 }
 
-// forgiveOverdraft stops counting what reader took beyond the limit as
-// overdrawn (see conn.overdrawn): its request is parked for as long as its
-// client likes.
-func (b *Budget) forgiveOverdraft(reader *conn) {
+// newFrame starts the count of what reader takes beyond the limit for the
+// frame it reads next (conn.frameOverdrawn).
+func (b *Budget) newFrame(reader *conn) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	reader.frameOverdrawn = 0
+	b.mu.Unlock()
+}
+
+// forgiveFrameOverdraft stops counting as overdrawn what reader took beyond
+// the limit for the frame it read last: its request is parked for as long
+// as its client likes. What it took for other frames (a parked produce's)
+// stays counted.
+func (b *Budget) forgiveFrameOverdraft(reader *conn) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if reader.overdrawn > 0 {
-		b.overdrawn -= reader.overdrawn
-		reader.overdrawn = 0
+	if f := min(reader.frameOverdrawn, reader.overdrawn); f > 0 {
+		b.overdrawn -= f
+		reader.overdrawn -= f
+		reader.frameOverdrawn = 0
 		b.broadcastLocked()
 	}
 }
@@ -324,6 +337,7 @@ func (b *Budget) takeLocked(reader *conn, n int64) {
 	b.used += n
 	if reader != nil && b.limit > 0 && over > 0 {
 		reader.overdrawn += over
+		reader.frameOverdrawn += over
 		b.overdrawn += over
 	}
 }

@@ -572,3 +572,108 @@ func TestMutedConnectionNoticesClose(t *testing.T) {
 		return nil
 	})
 }
+
+// parkAllHandler is parkHandler, and also parks acks=all produce requests
+// (not muted), as a leader waits for its followers.
+func parkAllHandler() *testHandler {
+	ph := parkHandler()
+	return &testHandler{hook: func(ctx context.Context, req *Request) (Response, bool) {
+		if p, ok := req.Body.(*kmsg.ProduceRequest); ok && p.Acks == -1 {
+			return Response{Later: func() kmsg.Response {
+				<-ctx.Done()
+				return p.ResponseKind()
+			}}, true
+		}
+		return ph.hook(ctx, req)
+	}}
+}
+
+// A long poll parked behind a parked acks=all produce read over the budget
+// forgave the produce's excess too, so the next connection's produce got
+// the overdraft beside it, one more per connection. (Found by review.)
+func TestBudgetForgivesOnlyTheParkedFrame(t *testing.T) {
+	const budget = 1 << 20
+	s, addr := startServer(t, Config{QueuedMaxBytes: budget, IdleTimeout: time.Minute}, parkAllHandler())
+	acksAll := func() []byte {
+		req := rawProduceRequest(3 << 20)
+		req.Acks = -1
+		return AppendRequest(nil, req, 1, nil)
+	}
+	a := dialRaw(t, addr)
+	a.write(acksAll())
+	a.write(parkFrame(0))
+	waitFor(t, ioTimeout, func() error {
+		if u, n := s.budget.Used(), s.budget.Waiting(); u < 3<<20 || n > 0 {
+			return fmt.Errorf("used %d, %d waiting", u, n)
+		}
+		return nil
+	})
+	b := dialRaw(t, addr)
+	go b.nc.Write(acksAll())
+	// The second produce waits (it does not fit, and nothing the first
+	// holds is stuck for a produce), past overdraftPatience.
+	waitFor(t, ioTimeout, func() error {
+		if s.budget.Waiting() == 0 {
+			return errors.New("the second produce does not wait")
+		}
+		return nil
+	})
+	deadline := time.Now().Add(2 * overdraftPatience)
+	for time.Now().Before(deadline) {
+		if u := s.budget.Used(); u > 4<<20 {
+			t.Fatalf("a second parked 3 MiB produce read over a 1 MiB budget: %d MiB in use", u>>20)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// With IdleTimeout disabled, the read deadline readFrame's stall checks
+// set stayed after a large frame: the connection was closed once quiet for
+// StallTimeout. (Found by review.)
+func TestStallDeadlineClearedWithoutIdleTimeout(t *testing.T) {
+	_, addr := startServer(t, Config{IdleTimeout: -1, StallTimeout: 200 * time.Millisecond}, produceAnswerer())
+	c := dialRaw(t, addr)
+	c.write(produceFrame(100<<10, 1))
+	c.recvFrame()
+	time.Sleep(500 * time.Millisecond) // quiet for longer than StallTimeout: the point of the test
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "x", "1"
+	c.roundTrip(req, 2)
+}
+
+// With StallTimeout disabled, the time a frame waited for the budget still
+// counted towards IdleTimeout. (Found by review.)
+func TestBudgetWaitNotIdleWithoutStallTimeout(t *testing.T) {
+	const budget = 1 << 20
+	s, addr := startServer(t, Config{QueuedMaxBytes: budget, IdleTimeout: 300 * time.Millisecond, StallTimeout: -1}, produceAnswerer())
+	s.budget.Charge(budget) // the overdraft comes after overdraftPatience, past IdleTimeout
+	defer s.budget.Release(budget)
+	c := dialRaw(t, addr)
+	c.write(produceFrame(200<<10, 1))
+	c.recvFrame()
+}
+
+// A muted reader stopped watching the socket once the client pipelined a
+// request behind the long poll. (Found by review.)
+func TestMutedConnectionNoticesCloseAfterPipelining(t *testing.T) {
+	s, addr := startServer(t, Config{}, parkHandler())
+	c := dialRaw(t, addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "x", "1"
+	c.write(append(AppendRequest(nil, metadataRequest(9, "park"), 1, &testClientID), AppendRequest(nil, req, 2, &testClientID)...))
+	waitFor(t, ioTimeout, func() error {
+		if s.NumConnections() != 1 || s.budget.Used() == 0 {
+			return errors.New("long poll not parked yet")
+		}
+		return nil
+	})
+	c.nc.Close()
+	waitFor(t, ioTimeout, func() error {
+		if n := s.NumConnections(); n != 0 {
+			return fmt.Errorf("%d connections after the client closed", n)
+		}
+		return nil
+	})
+}

@@ -135,8 +135,9 @@ type conn struct {
 	writing atomic.Int64
 	// overdrawn is the bytes the connection took beyond the budget's
 	// limit as the overdraft reader (Budget.acquire) and has not given
-	// back. Guarded by the budget's mutex.
-	overdrawn int64
+	// back; frameOverdrawn is the part of it taken for the frame read
+	// last. Guarded by the budget's mutex.
+	overdrawn, frameOverdrawn int64
 
 	closeOnce sync.Once
 }
@@ -295,13 +296,13 @@ func (c *conn) readLoop() {
 			h.parked = h.frame
 			c.parked.Add(h.parked)
 			c.s.budget.park(h.parked)
-		} else if resp.Later != nil {
+		} else if resp.Later != nil && !h.small {
 			// A long poll, a SyncGroup: parked for as long as the
 			// client likes. What it took beyond the budget must not
 			// keep the next overdraft from others (Budget.acquire);
 			// it is held like a small frame's bytes, within
 			// MaxQueuedBytesPerConnection.
-			c.s.budget.forgiveOverdraft(c)
+			c.s.budget.forgiveFrameOverdraft(c)
 		}
 		if resp.Later == nil && !resp.NoResponse {
 			// Encoded now and counted: a response of any kind (a
@@ -358,9 +359,18 @@ func (c *conn) waitMuted(br *bufio.Reader, resolved <-chan struct{}) bool {
 	peeked := make(chan error, 1)
 	go func() {
 		// Whatever the client sends meanwhile stays buffered for the
-		// read loop; only a failed read is acted on.
-		_, err := br.Peek(1)
-		peeked <- err
+		// read loop; only a failed read is acted on. Pipelined bytes
+		// are watched past until the buffer is full.
+		for n := 1; ; n = br.Buffered() + 1 {
+			if n > br.Size() {
+				peeked <- nil
+				return
+			}
+			if _, err := br.Peek(n); err != nil {
+				peeked <- err
+				return
+			}
+		}
 	}()
 	select {
 	case err := <-peeked:
@@ -369,7 +379,8 @@ func (c *conn) waitMuted(br *bufio.Reader, resolved <-chan struct{}) bool {
 			c.shutdown()
 			return false
 		}
-		// A request pipelined behind the long poll: it waits its turn.
+		// The buffer is full of requests pipelined behind the long
+		// poll: they wait their turn.
 		select {
 		case <-resolved:
 		case <-c.ctx.Done():
@@ -461,6 +472,7 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 		}
 		return frame, nil
 	}
+	budget.newFrame(c)
 	defer budget.frameDone(c)
 	// The caller set the read deadline to IdleTimeout from now. While
 	// others wait for the budget, this frame must also fill each step of
@@ -487,6 +499,9 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 	var paceBase int
 	checkpoint := func(now time.Time) {
 		if stall <= 0 {
+			if !idleEnd.IsZero() {
+				c.nc.SetReadDeadline(idleEnd) // moved by waits for the budget
+			}
 			return
 		}
 		check = now.Add(stall)
@@ -580,6 +595,9 @@ var errStalled = errors.New("protocol: frame stalled")
 func (c *conn) setReadDeadline() {
 	if c.s.cfg.IdleTimeout > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	} else {
+		// No idle limit: clear what readFrame's stall checks set.
+		c.nc.SetReadDeadline(time.Time{})
 	}
 }
 

@@ -41,8 +41,9 @@
 // a long poll is handled, or held in memory unwritable, while it waits
 // (Kafka mutes every connection until its response is sent; samsa does so
 // only behind long polls and pipelines everything else). A muted reader
-// still notices the client closing: the long poll's context is cancelled
-// and its bytes given back at once.
+// still notices the client closing (unless the client has filled the read
+// buffer with requests pipelined behind the poll): the long poll's
+// context is cancelled and its bytes given back at once.
 //
 // # Limits
 //
