@@ -553,24 +553,37 @@ func TestBudgetOverdraftAges(t *testing.T) {
 
 // While a long poll muted its connection, the reader read nothing and so
 // did not see the client close: the poll ran to its end, holding the
-// connection, its limits' slots and its bytes. (Found by review.)
+// connection, its limits' slots and its bytes; and once fixed, it still
+// stopped watching the socket after the client pipelined a request behind
+// the long poll. (Both found by review.)
 func TestMutedConnectionNoticesClose(t *testing.T) {
-	s, addr := startServer(t, Config{}, parkHandler())
-	c := dialRaw(t, addr)
-	c.write(AppendRequest(nil, metadataRequest(9, "park"), 1, &testClientID))
-	waitFor(t, ioTimeout, func() error {
-		if s.NumConnections() != 1 || s.budget.Used() == 0 {
-			return errors.New("long poll not parked yet")
-		}
-		return nil
-	})
-	c.nc.Close()
-	waitFor(t, ioTimeout, func() error {
-		if n := s.NumConnections(); n != 0 {
-			return fmt.Errorf("%d connections after the client closed during a muted long poll", n)
-		}
-		return nil
-	})
+	apiVersions := kmsg.NewPtrApiVersionsRequest()
+	apiVersions.Version = 3
+	apiVersions.ClientSoftwareName, apiVersions.ClientSoftwareVersion = "x", "1"
+	poll := AppendRequest(nil, metadataRequest(9, "park"), 1, &testClientID)
+	for name, frames := range map[string][]byte{
+		"long poll alone":               poll,
+		"a request pipelined behind it": append(poll, AppendRequest(nil, apiVersions, 2, &testClientID)...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, addr := startServer(t, Config{}, parkHandler())
+			c := dialRaw(t, addr)
+			c.write(frames)
+			waitFor(t, ioTimeout, func() error {
+				if s.NumConnections() != 1 || s.budget.Used() == 0 {
+					return errors.New("long poll not parked yet")
+				}
+				return nil
+			})
+			c.nc.Close()
+			waitFor(t, ioTimeout, func() error {
+				if n := s.NumConnections(); n != 0 {
+					return fmt.Errorf("%d connections after the client closed during a muted long poll", n)
+				}
+				return nil
+			})
+		})
+	}
 }
 
 // parkAllHandler is parkHandler, and also parks acks=all produce requests
@@ -652,28 +665,4 @@ func TestBudgetWaitNotIdleWithoutStallTimeout(t *testing.T) {
 	c := dialRaw(t, addr)
 	c.write(produceFrame(200<<10, 1))
 	c.recvFrame()
-}
-
-// A muted reader stopped watching the socket once the client pipelined a
-// request behind the long poll. (Found by review.)
-func TestMutedConnectionNoticesCloseAfterPipelining(t *testing.T) {
-	s, addr := startServer(t, Config{}, parkHandler())
-	c := dialRaw(t, addr)
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = 3
-	req.ClientSoftwareName, req.ClientSoftwareVersion = "x", "1"
-	c.write(append(AppendRequest(nil, metadataRequest(9, "park"), 1, &testClientID), AppendRequest(nil, req, 2, &testClientID)...))
-	waitFor(t, ioTimeout, func() error {
-		if s.NumConnections() != 1 || s.budget.Used() == 0 {
-			return errors.New("long poll not parked yet")
-		}
-		return nil
-	})
-	c.nc.Close()
-	waitFor(t, ioTimeout, func() error {
-		if n := s.NumConnections(); n != 0 {
-			return fmt.Errorf("%d connections after the client closed", n)
-		}
-		return nil
-	})
 }
