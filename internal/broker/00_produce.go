@@ -57,7 +57,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 
 	var pending []appended
 	failed := false
-	s := b.cache.Snapshot()
+	s := b.view()
 	for _, t := range r.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic

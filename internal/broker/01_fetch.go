@@ -135,7 +135,7 @@ func (b *Broker) fetchOnce(req *protocol.Request, r *kmsg.FetchRequest) (*kmsg.F
 	refused := false
 	hasError := false
 	var parts []*localPartition
-	s := b.cache.Snapshot()
+	s := b.view()
 	followerMayJoin := r.ReplicaID >= 0 && mayJoinISR(s, r.ReplicaID)
 	for _, t := range r.Topics {
 		rt := kmsg.NewFetchResponseTopic()

@@ -27,7 +27,7 @@ import (
 func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-	s := b.cache.Snapshot()
+	s := b.view()
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic

@@ -51,7 +51,7 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 		b.logger.Warn("cannot create "+group.OffsetsTopic, "err", err)
 		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
 	}
-	s := b.cache.Snapshot()
+	s := b.view()
 	vp, ok := s.Partition(group.OffsetsTopic, group.PartitionFor(key, n))
 	if !ok || vp.Leader < 0 {
 		return -1, "", -1, kerr.CoordinatorNotAvailable.Code

@@ -20,7 +20,7 @@ import (
 func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	s := b.cache.Snapshot()
+	s := b.view()
 	for _, t := range r.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic

@@ -24,7 +24,7 @@ import (
 func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	s := b.cache.Snapshot()
+	s := b.view()
 	for _, res := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName

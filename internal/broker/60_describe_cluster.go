@@ -21,7 +21,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *protocol.Request)
 		resp.ErrorMessage = &msg
 		return reply(resp)
 	}
-	s := b.cache.Snapshot()
+	s := b.view()
 	resp.ClusterID = s.ClusterID
 	resp.ControllerID = controllerID(s)
 	for _, id := range liveBrokers(s) {

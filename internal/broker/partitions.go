@@ -54,11 +54,12 @@ type partitionManager struct {
 	// parts are the open replicas; guarded by mu.
 	parts map[topicPartition]*localPartition
 
-	// reconciled is the metadata revision the replicas last matched;
-	// written by run, read by waitReconciled.
-	reconciled atomic.Int64
+	// view is the metadata snapshot the replicas last matched: what this
+	// broker answers clients from (see Broker.view); written by run and
+	// openExisting, read by waitReconciled and the handlers.
+	view atomic.Pointer[coord.Snapshot]
 	// reconciledMu guards reconciledCh, closed and replaced whenever
-	// reconciled advances.
+	// view advances.
 	reconciledMu sync.Mutex
 	reconciledCh chan struct{}
 }
@@ -123,6 +124,7 @@ func (m *partitionManager) openExisting(s *coord.Snapshot) error {
 		}
 	}
 	m.reconcile(s)
+	m.setReconciled(s)
 	return nil
 }
 
@@ -157,7 +159,7 @@ func (m *partitionManager) run(ctx context.Context) {
 		changed := m.b.cache.Changed()
 		s := m.b.cache.Snapshot()
 		m.reconcile(s)
-		m.setReconciled(s.Revision)
+		m.setReconciled(s)
 		select {
 		case <-ctx.Done():
 			return
@@ -166,14 +168,26 @@ func (m *partitionManager) run(ctx context.Context) {
 	}
 }
 
-func (m *partitionManager) setReconciled(rev int64) {
+// setReconciled publishes s as the view once the replicas match it.
+func (m *partitionManager) setReconciled(s *coord.Snapshot) {
 	m.reconciledMu.Lock()
 	defer m.reconciledMu.Unlock()
-	if rev > m.reconciled.Load() {
-		m.reconciled.Store(rev)
+	if v := m.view.Load(); v == nil || s.Revision > v.Revision {
+		m.view.Store(s)
 		close(m.reconciledCh)
 		m.reconciledCh = make(chan struct{})
 	}
+}
+
+// view is the metadata snapshot this broker answers clients from: the one
+// its replicas last matched, so Metadata never names this broker leader of
+// a partition it does not lead yet, and every handler answers from one etcd
+// revision. Before the first reconcile (not serving yet) it is the cache's.
+func (b *Broker) view() *coord.Snapshot {
+	if v := b.partitions.view.Load(); v != nil {
+		return v
+	}
+	return b.cache.Snapshot()
 }
 
 // waitReconciled returns once the replicas match metadata revision rev or
@@ -187,7 +201,7 @@ func (m *partitionManager) waitReconciled(ctx context.Context, rev int64) error 
 		m.reconciledMu.Lock()
 		ch := m.reconciledCh
 		m.reconciledMu.Unlock()
-		if m.reconciled.Load() >= rev {
+		if v := m.view.Load(); v != nil && v.Revision >= rev {
 			return nil
 		}
 		select {
