@@ -8,8 +8,10 @@ package broker
 // Topic ids from v10; v10+ lookups by id. All topics: a null list (v1+) or
 // an empty one (v0). A topic named more than once is described once, as by
 // Kafka. Unknown topics are created when auto.create.topics.enable
-// is set and the request allows it (v4+; always for older versions), and
-// the response then describes the new topic.
+// is set and the request allows it (v4+; always for older versions); as in
+// Kafka, the response then names them with LEADER_NOT_AVAILABLE and no
+// partitions, and a later request describes them. Everything is answered
+// from the broker's view (Broker.view): a topic is absent or complete.
 
 import (
 	"context"
@@ -26,7 +28,7 @@ import (
 func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.MetadataRequest)
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
-	s := b.cache.Snapshot()
+	s := b.view()
 
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
 	var names []string
@@ -69,8 +71,11 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 	}
 
 	autoCreate := b.cfg.AutoCreateTopics && (r.Version < 4 || r.AllowAutoTopicCreation)
+	// As Kafka's AutoTopicCreationManager: an unknown topic is created and
+	// answered LEADER_NOT_AVAILABLE without partitions; the client asks
+	// again and finds it once this broker serves it.
+	creating := map[string]bool{}
 	if !all && autoCreate {
-		var created bool
 		for _, name := range names {
 			if _, ok := s.Topics[name]; ok || validTopicName(name) != nil {
 				continue
@@ -80,10 +85,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 				b.logger.Warn("auto-create topic failed", "topic", name, "err", err)
 				continue
 			}
-			created = true
-		}
-		if created {
-			s = b.cache.Snapshot()
+			creating[name] = true
 		}
 	}
 
@@ -106,7 +108,12 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 		rt := kmsg.NewMetadataResponseTopic()
 		rt.Topic = &name
 		vt, ok := s.Topics[name]
-		if !ok {
+		switch {
+		case creating[name]:
+			rt.ErrorCode = kerr.LeaderNotAvailable.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		case !ok:
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			if validTopicName(name) != nil {
 				rt.ErrorCode = kerr.InvalidTopicException.Code

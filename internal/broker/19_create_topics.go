@@ -11,7 +11,8 @@ package broker
 // samsa's topic configs (INVALID_CONFIG). v5+ returns the resulting
 // partition count, replication factor and effective configs; v7 the topic
 // id. ValidateOnly checks everything and writes nothing. The topic and the
-// initial state of each partition are written to etcd in one transaction.
+// initial state of each partition are written to etcd in one transaction;
+// the response waits until every broker serves the new topics (served.go).
 
 import (
 	"context"
@@ -30,6 +31,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *protocol.Request) 
 	defer cancel()
 
 	seen := countNames(r.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
+	var created []servedTopic
+	var createdAt []int // their index in resp.Topics
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
@@ -63,12 +66,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *protocol.Request) 
 		}
 		topic, err := b.prepareTopic(t.Topic, t.NumPartitions, t.ReplicationFactor, assignment, configs)
 		if err == nil && !r.ValidateOnly {
-			if err = b.client.CreateTopic(ctx, topic, initialStates(topic.Name, 0, topic.Partitions)); err == nil {
-				err = b.waitApplied(ctx)
-			}
+			err = b.client.CreateTopic(ctx, topic, initialStates(topic.Name, 0, topic.Partitions))
 		}
-		if err == nil {
-			if _, exists := b.cache.Snapshot().Topics[t.Topic]; exists && r.ValidateOnly {
+		if err == nil && r.ValidateOnly {
+			if _, exists := b.cache.Snapshot().Topics[t.Topic]; exists {
 				err = errTopicExists(t.Topic)
 			}
 		}
@@ -86,7 +87,16 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *protocol.Request) 
 			c.Name, c.Value, c.Source = v.def.name, &value, int8(v.source)
 			rt.Configs = append(rt.Configs, c)
 		}
+		if !r.ValidateOnly {
+			created = append(created, servedTopic{name: topic.Name, id: topic.ID, partitions: len(topic.Partitions)})
+			createdAt = append(createdAt, len(resp.Topics))
+		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if err := b.waitServed(ctx, created); err != nil {
+		for _, i := range createdAt {
+			setCreateTopicError(&resp.Topics[i], errorCode(err), err.Error())
+		}
 	}
 	return reply(resp)
 }

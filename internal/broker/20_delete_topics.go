@@ -2,7 +2,8 @@ package broker
 
 // DeleteTopics (key 20), versions 1–6 (flexible from v4). v6 names topics by
 // name or id. The topic and its partition states are deleted in one etcd
-// transaction; every broker then closes and deletes its replicas' logs.
+// transaction; every broker then closes and deletes its replicas' logs. The
+// response waits until no broker serves the deleted topics (served.go).
 
 import (
 	"context"
@@ -35,7 +36,9 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 			targets = append(targets, target{name: &name})
 		}
 	}
-	s := b.cache.Snapshot()
+	s := b.view()
+	var deleted []servedTopic
+	var deletedAt []int // their index in resp.Topics
 	for _, t := range targets {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = t.name, t.id
@@ -62,15 +65,24 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 		if err == nil {
 			err = b.client.DeleteTopic(ctx, name)
 		}
-		if err == nil {
-			err = b.waitApplied(ctx)
-		}
 		if err != nil {
-			rt.ErrorCode = errorCode(err)
-			msg := err.Error()
-			rt.ErrorMessage = &msg
+			setDeleteTopicError(&rt, err)
+		} else {
+			deleted = append(deleted, servedTopic{name: name, id: meta.TopicID(rt.TopicID), deleted: true})
+			deletedAt = append(deletedAt, len(resp.Topics))
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	if err := b.waitServed(ctx, deleted); err != nil {
+		for _, i := range deletedAt {
+			setDeleteTopicError(&resp.Topics[i], err)
+		}
+	}
 	return reply(resp)
+}
+
+func setDeleteTopicError(rt *kmsg.DeleteTopicsResponseTopic, err error) {
+	rt.ErrorCode = errorCode(err)
+	msg := err.Error()
+	rt.ErrorMessage = &msg
 }

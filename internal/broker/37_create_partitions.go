@@ -5,7 +5,8 @@ package broker
 // Assignment gives the replicas of each new partition; otherwise they are
 // assigned like a new topic's with the topic's replication factor. The new
 // assignments and initial partition states are written in one transaction,
-// conditioned on the topic not having changed since it was read.
+// conditioned on the topic not having changed since it was read. The
+// response waits until every broker serves the new partitions (served.go).
 
 import (
 	"context"
@@ -25,26 +26,43 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *protocol.Reque
 	defer cancel()
 
 	seen := countNames(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
+	var extended []servedTopic
+	var extendedAt []int // their index in resp.Topics
 	for _, t := range r.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
 		var err error
+		var st servedTopic
 		if seen[t.Topic] > 1 {
 			err = fmt.Errorf("%w: topic listed more than once", errInvalidRequest)
 		} else if err = guardOffsetsTopic(t.Topic, "add partitions to"); err == nil {
-			err = b.createPartitions(ctx, t, r.ValidateOnly)
+			st, err = b.createPartitions(ctx, t, r.ValidateOnly)
 		}
 		if err != nil {
-			rt.ErrorCode = errorCode(err)
-			msg := err.Error()
-			rt.ErrorMessage = &msg
+			setCreatePartitionsError(&rt, err)
+		} else if !r.ValidateOnly {
+			extended = append(extended, st)
+			extendedAt = append(extendedAt, len(resp.Topics))
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	if err := b.waitServed(ctx, extended); err != nil {
+		for _, i := range extendedAt {
+			setCreatePartitionsError(&resp.Topics[i], err)
+		}
 	}
 	return reply(resp)
 }
 
-func (b *Broker) createPartitions(ctx context.Context, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+func setCreatePartitionsError(rt *kmsg.CreatePartitionsResponseTopic, err error) {
+	rt.ErrorCode = errorCode(err)
+	msg := err.Error()
+	rt.ErrorMessage = &msg
+}
+
+// createPartitions stores the new partitions and returns how every broker
+// must show the topic before the request is answered.
+func (b *Broker) createPartitions(ctx context.Context, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) (servedTopic, error) {
 	brokers := placementBrokers(b.cache.Snapshot())
 	update := func(topic *meta.Topic) ([]meta.PartitionState, error) {
 		current := int32(len(topic.Partitions))
@@ -77,12 +95,12 @@ func (b *Broker) createPartitions(ctx context.Context, t kmsg.CreatePartitionsRe
 		topic.Partitions = append(topic.Partitions, added...)
 		return initialStates(topic.Name, current, added), nil
 	}
-	_, err := b.client.UpdateTopic(ctx, t.Topic, update)
+	topic, err := b.client.UpdateTopic(ctx, t.Topic, update)
 	if validateOnly && errors.Is(err, errValidateOnly) {
-		return nil
+		return servedTopic{}, nil
 	}
 	if err != nil {
-		return err
+		return servedTopic{}, err
 	}
-	return b.waitApplied(ctx)
+	return servedTopic{name: topic.Name, id: topic.ID, partitions: len(topic.Partitions)}, nil
 }

@@ -23,17 +23,14 @@ var (
 )
 
 // createTopic creates a topic (partitions/rf -1: the broker defaults;
-// assignment nil: assigned by assignReplicas) and waits until this broker's
-// metadata cache shows it.
+// assignment nil: assigned by assignReplicas). It returns once the creation
+// is stored, before any broker serves the topic.
 func (b *Broker) createTopic(ctx context.Context, name string, partitions int32, rf int16, assignment [][]int32, configs map[string]string) error {
 	t, err := b.prepareTopic(name, partitions, rf, assignment, configs)
 	if err != nil {
 		return err
 	}
-	if err := b.client.CreateTopic(ctx, t, initialStates(name, 0, t.Partitions)); err != nil {
-		return err
-	}
-	return b.waitApplied(ctx)
+	return b.client.CreateTopic(ctx, t, initialStates(name, 0, t.Partitions))
 }
 
 // prepareTopic validates a topic creation and builds the topic definition.

@@ -169,6 +169,9 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) (int32, error) {
 		"cleanup.policy": "compact",
 		"segment.bytes":  fmt.Sprint(offsetsTopicSegmentBytes),
 	})
+	if err == nil {
+		err = b.waitApplied(ctx)
+	}
 	if err != nil && !errors.Is(err, coord.ErrTopicExists) {
 		return 0, err
 	}
