@@ -40,7 +40,7 @@ func (c *Coordinator) StartJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 	// request's own fields (kafka-go's suite joins with neither a group
 	// id nor a session timeout and wants INVALID_GROUP_ID).
 	c.mu.Lock()
-	_, code := c.lookupLocked(req.Group)
+	_, code := c.lookupLocked(req.Group, false)
 	c.mu.Unlock()
 	if code != 0 {
 		return fail(code)
@@ -68,7 +68,7 @@ func (c *Coordinator) StartJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 	}
 
 	c.mu.Lock()
-	sh, code := c.lookupLocked(req.Group)
+	sh, code := c.lookupLocked(req.Group, false)
 	if code != 0 {
 		c.mu.Unlock()
 		return fail(code)
@@ -331,7 +331,7 @@ func (c *Coordinator) StartSync(req *kmsg.SyncGroupRequest) func(context.Context
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sh, code := c.lookupLocked(req.Group)
+	sh, code := c.lookupLocked(req.Group, false)
 	if code != 0 {
 		return fail(code)
 	}
@@ -408,7 +408,7 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sh, code := c.lookupLocked(req.Group)
+	sh, code := c.lookupLocked(req.Group, false)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp
@@ -431,7 +431,7 @@ func (c *Coordinator) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sh, code := c.lookupLocked(req.Group)
+	sh, code := c.lookupLocked(req.Group, false)
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp
@@ -492,7 +492,7 @@ func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(con
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sh, code := c.lookupLocked(req.Group)
+	sh, code := c.lookupLocked(req.Group, true)
 	if code != 0 {
 		return answered(setAll(code))
 	}
@@ -596,7 +596,7 @@ func (c *Coordinator) StartFetchOffsets(req *kmsg.OffsetFetchRequest) func(conte
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sh, code := c.lookupLocked(req.Group)
+	sh, code := c.lookupLocked(req.Group, true)
 	if code != 0 {
 		resp.ErrorCode = code
 		return answered(resp)
@@ -722,7 +722,7 @@ func (c *Coordinator) Describe(groups []string) []kmsg.DescribeGroupsResponseGro
 	for _, id := range groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
-		sh, code := c.lookupLocked(id)
+		sh, code := c.lookupLocked(id, true)
 		rg.ErrorCode = code
 		if code == 0 {
 			g := sh.groups[id]
@@ -817,7 +817,7 @@ func (c *Coordinator) StartDelete(groups []string) func(context.Context) []kmsg.
 	for i, id := range groups {
 		out[i] = kmsg.NewDeleteGroupsResponseGroup()
 		out[i].Group = id
-		sh, code := c.lookupLocked(id)
+		sh, code := c.lookupLocked(id, true)
 		var g *group
 		if code == 0 {
 			g = sh.groups[id]
@@ -948,7 +948,7 @@ func (c *Coordinator) StartDeleteOffsets(req *kmsg.OffsetDeleteRequest) func(con
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	sh, code := c.lookupLocked(req.Group)
+	sh, code := c.lookupLocked(req.Group, false)
 	var g *group
 	if code == 0 {
 		if g = sh.groups[req.Group]; g == nil {

@@ -370,8 +370,12 @@ func newMemberID(prefix string) string {
 
 // lookupLocked finds the shard of a group: NOT_COORDINATOR if its
 // partition is not led here, COORDINATOR_LOAD_IN_PROGRESS while loading.
-func (c *Coordinator) lookupLocked(groupID string) (*shard, int16) {
-	if groupID == "" || len(groupID) > maxRecordString {
+// The empty group id is INVALID_GROUP_ID unless emptyOK: Kafka's
+// GroupCoordinatorService takes it as a group for DescribeGroups,
+// DeleteGroups, OffsetFetch and OffsetCommit ("for backwards
+// compatibility"), refusing it for the membership APIs and OffsetDelete.
+func (c *Coordinator) lookupLocked(groupID string, emptyOK bool) (*shard, int16) {
+	if groupID == "" && !emptyOK || len(groupID) > maxRecordString {
 		// A longer id does not fit its records (see maxRecordString).
 		return nil, kerr.InvalidGroupID.Code
 	}

@@ -192,7 +192,9 @@ func TestOffsetCommitSimple(t *testing.T) {
 	}
 	h.store.fail(ErrNotLeader)
 	wantAll(t, "commit when not leader", h.commit(commitReq("g", "", -1, 8, commitPartition{topic: "a", offset: 99})), kerr.NotCoordinator.Code)
-	wantAll(t, "commit without a group id", h.commit(commitReq("", "", -1, 8, commitPartition{topic: "a", offset: 99})), kerr.InvalidGroupID.Code)
+	// The empty group id is a group like any other for a commit (as in
+	// Kafka, for backwards compatibility).
+	wantAll(t, "commit with the empty group id", h.commit(commitReq("", "", -1, 8, commitPartition{topic: "a", offset: 99})), 0)
 }
 
 func TestOffsetFetch(t *testing.T) {
@@ -232,7 +234,8 @@ func TestDeleteGroups(t *testing.T) {
 	wantAll(t, "commit", h.commit(commitReq("empty", "", -1, 8,
 		commitPartition{topic: "a", partition: 0, offset: 1}, commitPartition{topic: "a", partition: 1, offset: 2})), 0)
 	res := h.c.Delete(context.Background(), []string{"g", "nogroup", "empty", ""})
-	want := []int16{kerr.NonEmptyGroup.Code, kerr.GroupIDNotFound.Code, 0, kerr.InvalidGroupID.Code}
+	// The empty group id is a group (as Kafka's), one that does not exist.
+	want := []int16{kerr.NonEmptyGroup.Code, kerr.GroupIDNotFound.Code, 0, kerr.GroupIDNotFound.Code}
 	if len(res) != len(want) {
 		t.Fatalf("%d results", len(res))
 	}
