@@ -499,9 +499,15 @@ func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(con
 	now := c.cfg.Now()
 	g := sh.groups[req.Group]
 	switch {
-	case req.Generation < 0 && req.MemberID == "" && (g == nil || g.state == stateEmpty):
+	case req.Generation < 0 && (g == nil || g.state == stateEmpty):
 		// A simple commit: the group uses no group management (or is
-		// empty), as Kafka allows for assign()-ing consumers and tools.
+		// empty), as Kafka allows for assign()-ing consumers and tools
+		// (ClassicGroup.validateOffsetCommit, whatever the member id).
+	case g == nil:
+		// A generation of a group that does not exist: Kafka's
+		// OffsetMetadataManager.validateOffsetCommit answers
+		// ILLEGAL_GENERATION before v9 (GROUP_ID_NOT_FOUND from v9).
+		return answered(setAll(kerr.IllegalGeneration.Code))
 	default:
 		m, mcode := memberLocked(g, req.MemberID, req.InstanceID, req.Generation)
 		if mcode == 0 && g.state == stateCompletingRebalance {
