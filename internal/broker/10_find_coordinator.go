@@ -4,7 +4,10 @@ package broker
 // keys). A group's coordinator is the leader of its __consumer_offsets
 // partition (group.PartitionFor); the topic is created on first use.
 // Transactions are not supported: transactional keys get
-// COORDINATOR_NOT_AVAILABLE.
+// COORDINATOR_NOT_AVAILABLE. As in Kafka (KafkaApis.getCoordinator), the
+// key is not checked (the empty group id is a group, of partition 0), and
+// a key type other than group and transaction is INVALID_REQUEST (share
+// keys need v6).
 
 import (
 	"context"
@@ -40,10 +43,11 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, req *protocol.Reques
 
 // findCoordinator locates the coordinator of one key.
 func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) (int32, string, int32, int16) {
-	switch {
-	case keyType != 0:
+	switch keyType {
+	case 0:
+	case 1:
 		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
-	case key == "":
+	default:
 		return -1, "", -1, kerr.InvalidRequest.Code
 	}
 	n, err := b.ensureOffsetsTopic(ctx)
