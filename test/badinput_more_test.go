@@ -278,6 +278,8 @@ func TestBadInputMore(t *testing.T) {
 		}, func(r kmsg.Response) int16 {
 			return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 		}, kerr.OffsetMetadataTooLarge.Code)},
+		// Kafka's OffsetMetadataManager.validateOffsetCommit: a generation
+		// of a group that does not exist (errorcodes_test.go).
 		{"OffsetCommit from a member of no group", groupCode(func() kmsg.Request {
 			r := kmsg.NewPtrOffsetCommitRequest()
 			r.SetVersion(7)
@@ -291,7 +293,7 @@ func TestBadInputMore(t *testing.T) {
 			return r
 		}, func(r kmsg.Response) int16 {
 			return r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
-		}, kerr.UnknownMemberID.Code)},
+		}, kerr.IllegalGeneration.Code)},
 		{"DeleteGroups of a group that does not exist", groupCode(func() kmsg.Request {
 			r := kmsg.NewPtrDeleteGroupsRequest()
 			r.Groups = []string{"never-was"}
