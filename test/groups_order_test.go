@@ -21,6 +21,8 @@ func TestGroupRequestsInArrivalOrder(t *testing.T) {
 		c.Groups.Partitions = 1
 		c.Groups.InitialRebalanceDelay = 0
 	})
+	// Offsets are committed only for partitions that exist (as in Kafka).
+	e2eCreateTopic(testContext(t, 30*time.Second), t, b.Addr, "t", 1, nil)
 	rc := dialBad(t, b.Addr)
 	const group = "order"
 	fetch := func() *kmsg.OffsetFetchRequest {

@@ -24,3 +24,11 @@ func (b *Broker) localLeader(s *coord.Snapshot, topic string, partition int32) (
 	}
 	return lp, 0
 }
+
+// knownPartition tells whether the metadata has a partition: what Kafka's
+// KafkaApis checks (metadataCache.getPartitionInfo) before it hands the
+// partitions of an OffsetCommit or OffsetDelete to the group coordinator.
+func knownPartition(s *coord.Snapshot, topic string, partition int32) bool {
+	vt, ok := s.Topics[topic]
+	return ok && partition >= 0 && int(partition) < len(vt.Topic.Partitions)
+}
