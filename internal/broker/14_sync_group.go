@@ -8,12 +8,21 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/protocol"
 )
 
 func (b *Broker) handleSyncGroup(ctx context.Context, req *protocol.Request) protocol.Response {
-	wait := b.groups.StartSync(req.Body.(*kmsg.SyncGroupRequest))
+	r := req.Body.(*kmsg.SyncGroupRequest)
+	if r.Version >= 5 && (r.ProtocolType == nil || r.Protocol == nil) {
+		// Mandatory from v5: Kafka's KafkaApis.handleSyncGroupRequest
+		// refuses their absence before anything else.
+		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+		return reply(resp)
+	}
+	wait := b.groups.StartSync(r)
 	return protocol.Response{Later: func() kmsg.Response { return wait(ctx) }}
 }
