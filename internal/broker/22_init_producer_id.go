@@ -27,7 +27,15 @@ func (b *Broker) handleInitProducerID(ctx context.Context, req *protocol.Request
 	r := req.Body.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if r.TransactionalID != nil {
+	switch {
+	case r.TransactionalID != nil && *r.TransactionalID == "",
+		(r.ProducerID == -1) != (r.ProducerEpoch == -1):
+		// As Kafka: TransactionCoordinator.handleInitProducerId refuses
+		// an empty transactional id, KafkaApis.handleInitProducerIdRequest
+		// a producer id without its epoch or an epoch without its id.
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return reply(resp)
+	case r.TransactionalID != nil:
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return reply(resp)
 	}
