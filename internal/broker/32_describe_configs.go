@@ -31,6 +31,14 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request)
 		wanted := func(name string) bool { return res.ConfigNames == nil || slices.Contains(res.ConfigNames, name) }
 		switch res.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			// Kafka's ConfigHelper.describeConfigs validates the name
+			// first (INVALID_TOPIC_EXCEPTION).
+			if err := validTopicName(res.ResourceName); err != nil {
+				rr.ErrorCode = kerr.InvalidTopicException.Code
+				msg := err.Error()
+				rr.ErrorMessage = &msg
+				break
+			}
 			vt, ok := s.Topics[res.ResourceName]
 			if !ok {
 				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
