@@ -409,7 +409,12 @@ func (c *Coordinator) Heartbeat(req *kmsg.HeartbeatRequest) *kmsg.HeartbeatRespo
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sh, code := c.lookupLocked(req.Group, false)
-	if code != 0 {
+	if code == kerr.CoordinatorLoadInProgress.Code {
+		// As Kafka's GroupCoordinatorService.heartbeat: "the group is
+		// still loading, so blindly respond", and the member stays.
+		code = 0
+	}
+	if code != 0 || sh == nil {
 		resp.ErrorCode = code
 		return resp
 	}

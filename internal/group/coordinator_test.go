@@ -71,9 +71,19 @@ func TestLoadInProgress(t *testing.T) {
 
 	wantCode(t, "JoinGroup while loading", c.Join(context.Background(), joinReq("g", "", 5), "c", "h").ErrorCode, kerr.CoordinatorLoadInProgress.Code)
 	wantCode(t, "SyncGroup while loading", c.Sync(context.Background(), syncReq("g", "m", 1, nil)).ErrorCode, kerr.CoordinatorLoadInProgress.Code)
+	// Kafka's GroupCoordinatorService.heartbeat: "the group is still
+	// loading, so blindly respond" (issue 15).
 	hb := kmsg.NewPtrHeartbeatRequest()
 	hb.Group = "g"
-	wantCode(t, "Heartbeat while loading", c.Heartbeat(hb).ErrorCode, kerr.CoordinatorLoadInProgress.Code)
+	wantCode(t, "Heartbeat while loading", c.Heartbeat(hb).ErrorCode, 0)
+	lv := kmsg.NewPtrLeaveGroupRequest()
+	lv.Version, lv.Group = 4, "g"
+	lv.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
+	wantCode(t, "LeaveGroup while loading", c.Leave(lv).ErrorCode, kerr.CoordinatorLoadInProgress.Code)
+	wantCode(t, "DeleteGroups while loading", c.Delete(context.Background(), []string{"g"})[0].ErrorCode, kerr.CoordinatorLoadInProgress.Code)
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "g"
+	wantCode(t, "OffsetDelete while loading", c.DeleteOffsets(context.Background(), od).ErrorCode, kerr.CoordinatorLoadInProgress.Code)
 	of := kmsg.NewPtrOffsetFetchRequest()
 	of.Group = "g"
 	wantCode(t, "OffsetFetch while loading", c.FetchOffsets(of).ErrorCode, kerr.CoordinatorLoadInProgress.Code)
