@@ -424,11 +424,13 @@ func TestBadInput(t *testing.T) {
 			return []byte{0, 0, 0, 6, 0, 18, 0, 3, 0, 0}
 		})},
 		{"unknown API key 9999", closes(patched(kmsg.NewPtrApiVersionsRequest(), keyAt, 9999))},
-		{"API key kmsg knows but samsa does not serve (DescribeAcls)", func(t *testing.T, rc *badConn) {
-			req := kmsg.NewPtrDescribeACLsRequest()
+		{"API key a Kafka broker serves only to controllers (BrokerHeartbeat)", func(t *testing.T, rc *badConn) {
+			// The APIs a Kafka broker serves to clients and samsa does
+			// not are answered with an error (TestUnservedAPIs).
+			req := kmsg.NewPtrBrokerHeartbeatRequest()
 			req.SetVersion(1)
 			if _, _, ok := badAPIVersionRange(t, e.b.Addr, req.Key()); ok {
-				t.Fatal("DescribeAcls is served now: pick another API key samsa does not serve for this case")
+				t.Fatal("BrokerHeartbeat is served now: pick another API key samsa does not serve for this case")
 			}
 			rc.write(rc.frame(req))
 			rc.expectClosed()

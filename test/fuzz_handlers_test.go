@@ -172,7 +172,7 @@ var fuzzServedVersions = map[int16][2]int16{
 	0: {3, 9}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {2, 8}, 9: {1, 7},
 	10: {0, 4}, 11: {0, 9}, 12: {0, 4}, 13: {0, 4}, 14: {0, 5}, 15: {0, 5},
 	16: {0, 4}, 18: {0, 3}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 23: {2, 4},
-	32: {1, 4}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
+	32: {1, 4}, 33: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
 	60: {0, 1},
 }
 
@@ -1273,6 +1273,26 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 		resource(kmsg.ConfigResourceTypeBroker, "7")
 		resource(kmsg.ConfigResourceTypeBrokerLogger, "1")
 		r.IncludeSynonyms, r.IncludeDocumentation = true, v >= 3
+		return []kmsg.Request{set(r)}
+	case 33:
+		r := kmsg.NewPtrAlterConfigsRequest()
+		resource := func(typ kmsg.ConfigResourceType, name string, configs ...kmsg.AlterConfigsRequestResourceConfig) {
+			res := kmsg.NewAlterConfigsRequestResource()
+			res.ResourceType, res.ResourceName, res.Configs = typ, name, configs
+			r.Resources = append(r.Resources, res)
+		}
+		config := func(name string, value *string) kmsg.AlterConfigsRequestResourceConfig {
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = name, value
+			return c
+		}
+		resource(kmsg.ConfigResourceTypeTopic, "fuzz", config("retention.ms", str("3600000")))
+		resource(kmsg.ConfigResourceTypeTopic, "missing", config("retention.ms", str("1")))
+		resource(kmsg.ConfigResourceTypeTopic, fuzzGrowTopic, config("segment.bytes", nil), config("no.such.config", str("1")))
+		resource(kmsg.ConfigResourceTypeTopic, fuzzGrowTopic, config("retention.ms", str("1")), config("retention.ms", str("2")))
+		resource(kmsg.ConfigResourceTypeBroker, "1", config("log.retention.ms", str("1")))
+		resource(kmsg.ConfigResourceTypeBrokerLogger, "1", config("kafka", str("DEBUG")))
+		r.ValidateOnly = v == 0
 		return []kmsg.Request{set(r)}
 	case 37:
 		r := kmsg.NewPtrCreatePartitionsRequest()

@@ -49,7 +49,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, req *protoco
 }
 
 func (b *Broker) alterTopicConfigs(ctx context.Context, res kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	apply := func(configs map[string]string) (map[string]string, error) {
+	return b.updateTopicConfigs(ctx, res.ResourceName, validateOnly, func(configs map[string]string) (map[string]string, error) {
 		out := maps.Clone(configs)
 		if out == nil {
 			out = map[string]string{}
@@ -73,11 +73,15 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, res kmsg.IncrementalAlte
 				return nil, fmt.Errorf("%w: %s: operation %d applies to list configs only", errInvalidConfig, c.Name, c.Op)
 			}
 		}
-		if len(out) == 0 {
-			out = nil
-		}
 		return out, nil
-	}
+	})
+}
+
+// updateTopicConfigs sets the dynamic configs of a topic to what apply
+// returns for its current ones, and waits until this broker's view has
+// the change; with validateOnly it only runs apply. The change is a
+// compare-and-swap of the topic in etcd, so apply may run more than once.
+func (b *Broker) updateTopicConfigs(ctx context.Context, topic string, validateOnly bool, apply func(map[string]string) (map[string]string, error)) error {
 	update := func(t *meta.Topic) ([]meta.PartitionState, error) {
 		configs, err := apply(t.Configs)
 		if err != nil {
@@ -86,10 +90,13 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, res kmsg.IncrementalAlte
 		if validateOnly {
 			return nil, errValidateOnly
 		}
+		if len(configs) == 0 {
+			configs = nil
+		}
 		t.Configs = configs
 		return nil, nil
 	}
-	_, err := b.client.UpdateTopic(ctx, res.ResourceName, update)
+	_, err := b.client.UpdateTopic(ctx, topic, update)
 	if errors.Is(err, errValidateOnly) {
 		return nil
 	}

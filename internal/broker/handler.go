@@ -40,6 +40,7 @@ func init() {
 		22: {0, 4, (*Broker).handleInitProducerID},
 		23: {2, 4, (*Broker).handleOffsetForLeaderEpoch},
 		32: {1, 4, (*Broker).handleDescribeConfigs},
+		33: {0, 2, (*Broker).handleAlterConfigs},
 		37: {0, 3, (*Broker).handleCreatePartitions},
 		42: {0, 2, (*Broker).handleDeleteGroups},
 		43: {0, 2, (*Broker).handleElectLeaders},
@@ -49,18 +50,23 @@ func init() {
 	}
 }
 
-// apiVersionRange tells the protocol server which requests to decode.
+// apiVersionRange tells the protocol server which requests to decode: the
+// implemented ones, and those of the APIs samsa answers with an error
+// (unserved.go), which ApiVersions does not list.
 func apiVersionRange(key int16) (min, max int16, ok bool) {
-	a, ok := apis[key]
-	return a.min, a.max, ok
+	if a, ok := apis[key]; ok {
+		return a.min, a.max, true
+	}
+	return unservedRange(key)
 }
 
 // Handle implements protocol.Handler.
 func (b *Broker) Handle(ctx context.Context, req *protocol.Request) protocol.Response {
 	a, ok := apis[req.Key]
 	if !ok {
-		// The protocol server only passes implemented keys.
-		return protocol.Response{Close: true}
+		// The protocol server passes only the keys apiVersionRange
+		// reports: the rest are unserved.
+		return handleUnserved(req)
 	}
 	return a.handle(b, ctx, req)
 }

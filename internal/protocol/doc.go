@@ -203,6 +203,13 @@
 //   - a handler panic (logged at error level with the stack), a missing
 //     response, or a response for another API key.
 //
+// Config.Versions decides which keys are decoded, not which are
+// advertised: the broker's also covers the APIs it does not serve but
+// answers with an error response rather than a closed connection, since a
+// client that skips or ignores ApiVersions (kafka-go) would otherwise see
+// only EOF; ApiVersions, built by the broker, leaves them out
+// (internal/broker/unserved.go).
+//
 // Requests handled before the bad one are still answered before the
 // connection closes. An I/O error (the client went away, a timeout) closes
 // the connection at once and cancels the context of its pending requests.

@@ -1,0 +1,251 @@
+package broker
+
+import (
+	"context"
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/samsa-io/samsa/internal/protocol"
+)
+
+// TestUnservedCoversKafka4 checks the table of unserved APIs against
+// franz-go's record of what Kafka 4.x brokers serve: every key of the
+// newest 4.x release is served or unserved, never both, and an unserved
+// key's highest version is Kafka's.
+func TestUnservedCoversKafka4(t *testing.T) {
+	newest := kversion.V4_4_0()
+	newest.EachMaxKeyVersion(func(key, max int16) {
+		_, served := apis[key]
+		u, isUnserved := unserved[key]
+		switch {
+		case served && isUnserved:
+			t.Errorf("key %d (%s) is both served and unserved", key, kmsg.NameForKey(key))
+		case !served && !isUnserved:
+			t.Errorf("key %d (%s): Kafka 4.4 brokers serve it, samsa neither serves it nor answers it", key, kmsg.NameForKey(key))
+		case isUnserved && u.kafkaMax != max:
+			t.Errorf("key %d (%s): kafkaMax %d, Kafka 4.4 serves up to %d", key, kmsg.NameForKey(key), u.kafkaMax, max)
+		}
+	})
+	for key, u := range unserved {
+		if !newest.HasKey(key) {
+			t.Errorf("key %d (%s) is unserved but Kafka 4.4 brokers do not serve it", key, kmsg.NameForKey(key))
+		}
+		if kmsg.RequestForKey(key) == nil {
+			t.Errorf("key %d: kmsg does not know it", key)
+		}
+		if u.kafkaMin > u.kafkaMax || u.code == 0 {
+			t.Errorf("key %d: bad entry %+v", key, u)
+		}
+	}
+}
+
+// TestUnservedNotAdvertised: ApiVersions lists only the served APIs, so a
+// client that negotiates never sends an unserved one.
+func TestUnservedNotAdvertised(t *testing.T) {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	resp := (&Broker{}).handleApiVersions(context.Background(), &protocol.Request{Key: 18, Version: 3, Body: req}).Body.(*kmsg.ApiVersionsResponse)
+	for _, k := range resp.ApiKeys {
+		if _, ok := unserved[k.ApiKey]; ok {
+			t.Errorf("ApiVersions advertises unserved key %d", k.ApiKey)
+		}
+	}
+	for key := range unserved {
+		if _, _, ok := apiVersionRange(key); !ok {
+			t.Errorf("key %d is unserved but the protocol server would not decode it", key)
+		}
+	}
+}
+
+// TestUnservedMirrors checks, for requests whose responses list items,
+// that the response lists the request's items, each with the error.
+func TestUnservedMirrors(t *testing.T) {
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name    string
+		version int16
+		req     kmsg.Request
+		want    kmsg.Response
+	}{{
+		name: "DeleteRecords", version: 2,
+		req: &kmsg.DeleteRecordsRequest{Topics: []kmsg.DeleteRecordsRequestTopic{
+			{Topic: "a", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 5}, {Partition: 3, Offset: 7}}},
+		}},
+		want: &kmsg.DeleteRecordsResponse{Topics: []kmsg.DeleteRecordsResponseTopic{
+			{Topic: "a", Partitions: []kmsg.DeleteRecordsResponseTopicPartition{{Partition: 0, ErrorCode: 35}, {Partition: 3, ErrorCode: 35}}},
+		}},
+	}, {
+		name: "CreateACLs", version: 0,
+		req: &kmsg.CreateACLsRequest{Creations: make([]kmsg.CreateACLsRequestCreation, 2)},
+		want: &kmsg.CreateACLsResponse{Results: []kmsg.CreateACLsResponseResult{
+			{ErrorCode: 54, ErrorMessage: str("No Authorizer is configured on the broker: samsa does not serve CreateACLs yet (samsa issue 12)")},
+			{ErrorCode: 54, ErrorMessage: str("No Authorizer is configured on the broker: samsa does not serve CreateACLs yet (samsa issue 12)")},
+		}},
+	}, {
+		name: "AlterReplicaLogDirs flattens the dirs", version: 1,
+		req: &kmsg.AlterReplicaLogDirsRequest{Dirs: []kmsg.AlterReplicaLogDirsRequestDir{
+			{Dir: "/a", Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "t", Partitions: []int32{1, 2}}}},
+			{Dir: "/b", Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "u", Partitions: []int32{0}}}},
+		}},
+		want: &kmsg.AlterReplicaLogDirsResponse{Topics: []kmsg.AlterReplicaLogDirsResponseTopic{
+			{Topic: "t", Partitions: []kmsg.AlterReplicaLogDirsResponseTopicPartition{{Partition: 1, ErrorCode: 35}, {Partition: 2, ErrorCode: 35}}},
+			{Topic: "u", Partitions: []kmsg.AlterReplicaLogDirsResponseTopicPartition{{Partition: 0, ErrorCode: 35}}},
+		}},
+	}, {
+		name: "AlterUserSCRAMCredentials names the users", version: 0,
+		req: &kmsg.AlterUserSCRAMCredentialsRequest{
+			Deletions:  []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "ann", Mechanism: 1}},
+			Upsertions: []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "bob", Mechanism: 2}},
+		},
+		want: &kmsg.AlterUserSCRAMCredentialsResponse{Results: []kmsg.AlterUserSCRAMCredentialsResponseResult{
+			{User: "ann", ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterUserSCRAMCredentials yet (samsa issue 12)")},
+			{User: "bob", ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterUserSCRAMCredentials yet (samsa issue 12)")},
+		}},
+	}, {
+		name: "ConsumerGroupDescribe lists the groups", version: 0,
+		req: &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g1", "g2"}},
+		want: &kmsg.ConsumerGroupDescribeResponse{Groups: []kmsg.ConsumerGroupDescribeResponseGroup{
+			{Group: "g1", ErrorCode: 35, ErrorMessage: str("samsa does not serve ConsumerGroupDescribe"), AuthorizedOperations: math.MinInt32},
+			{Group: "g2", ErrorCode: 35, ErrorMessage: str("samsa does not serve ConsumerGroupDescribe"), AuthorizedOperations: math.MinInt32},
+		}},
+	}, {
+		name: "AlterClientQuotas echoes the entities", version: 1,
+		req: &kmsg.AlterClientQuotasRequest{Entries: []kmsg.AlterClientQuotasRequestEntry{
+			{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: str("ann")}, {Type: "client-id"}}},
+		}},
+		want: &kmsg.AlterClientQuotasResponse{Entries: []kmsg.AlterClientQuotasResponseEntry{
+			{ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterClientQuotas yet (samsa issue 14)"),
+				Entity: []kmsg.AlterClientQuotasResponseEntryEntity{{Type: "user", Name: str("ann")}, {Type: "client-id"}}},
+		}},
+	}, {
+		name: "DescribeTopicPartitions", version: 0,
+		req: &kmsg.DescribeTopicPartitionsRequest{Topics: []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}},
+		want: &kmsg.DescribeTopicPartitionsResponse{Topics: []kmsg.DescribeTopicPartitionsResponseTopic{
+			{Topic: str("t"), ErrorCode: 35, AuthorizedOperations: math.MinInt32},
+		}},
+	}, {
+		name: "SASLHandshake", version: 1,
+		req:  &kmsg.SASLHandshakeRequest{Mechanism: "PLAIN"},
+		want: &kmsg.SASLHandshakeResponse{ErrorCode: kerr.IllegalSaslState.Code},
+	}, {
+		name: "DescribeLogDirs before v3 has its error on a dir", version: 1,
+		req:  &kmsg.DescribeLogDirsRequest{},
+		want: &kmsg.DescribeLogDirsResponse{ErrorCode: 35, Dirs: []kmsg.DescribeLogDirsResponseDir{{ErrorCode: 35, TotalBytes: -1, UsableBytes: -1}}},
+	}, {
+		name: "ListPartitionReassignments lists nothing", version: 0,
+		req:  &kmsg.ListPartitionReassignmentsRequest{Topics: []kmsg.ListPartitionReassignmentsRequestTopic{{Topic: "t", Partitions: []int32{0}}}},
+		want: &kmsg.ListPartitionReassignmentsResponse{ErrorCode: 35, ErrorMessage: str("samsa does not serve ListPartitionReassignments")},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.req.SetVersion(tt.version)
+			tt.want.SetVersion(tt.version)
+			got := unservedResponse(tt.req, unserved[tt.req.Key()])
+			// Compare what goes on the wire, so that fields the version
+			// does not carry do not matter.
+			if g, w := got.AppendTo(nil), tt.want.AppendTo(nil); !slices.Equal(g, w) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestUnservedEveryVersion builds the response to a request with one
+// element in every array, for every unserved key and version, and checks
+// that it encodes and decodes and that every error code in it is the
+// entry's.
+func TestUnservedEveryVersion(t *testing.T) {
+	for key, u := range unserved {
+		_, max, _ := unservedRange(key)
+		for v := int16(0); v <= max; v++ {
+			req := kmsg.RequestForKey(key)
+			req.SetVersion(v)
+			fill(reflect.ValueOf(req).Elem())
+			resp := unservedResponse(req, u)
+			decoded := req.ResponseKind()
+			decoded.SetVersion(v)
+			if err := decoded.ReadFrom(resp.AppendTo(nil)); err != nil {
+				t.Errorf("%s v%d: response does not decode: %v", kmsg.NameForKey(key), v, err)
+				continue
+			}
+			// unservedResponse sets every ErrorCode, so a 0 after the
+			// round trip is a field the version does not carry.
+			n := 0
+			for _, c := range errorCodes(reflect.ValueOf(decoded).Elem(), nil) {
+				switch c {
+				case 0:
+				case u.code:
+					n++
+				default:
+					t.Errorf("%s v%d: error code %d, want %d", kmsg.NameForKey(key), v, c, u.code)
+				}
+			}
+			if n == 0 {
+				t.Errorf("%s v%d: no error code in the response", kmsg.NameForKey(key), v)
+			}
+		}
+	}
+}
+
+// fill sets every field of struct v: numbers to 1, strings to "x", one
+// element in every array.
+func fill(v reflect.Value) {
+	for i := range v.NumField() {
+		f := v.Field(i)
+		name := v.Type().Field(i).Name
+		if name == "Version" || name == "UnknownTags" || !f.CanSet() {
+			continue
+		}
+		fillValue(f)
+	}
+}
+
+func fillValue(f reflect.Value) {
+	switch f.Kind() {
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		f.SetInt(1)
+	case reflect.Uint16:
+		f.SetUint(1)
+	case reflect.Float64:
+		f.SetFloat(1)
+	case reflect.String:
+		f.SetString("x")
+	case reflect.Struct:
+		fill(f)
+	case reflect.Pointer:
+		f.Set(reflect.New(f.Type().Elem()))
+		fillValue(f.Elem())
+	case reflect.Slice:
+		if f.Type().Elem().Kind() == reflect.Uint8 {
+			f.SetBytes([]byte{1})
+			return
+		}
+		e := reflect.New(f.Type().Elem()).Elem()
+		fillValue(e)
+		f.Set(reflect.Append(f, e))
+	}
+}
+
+// errorCodes appends every ErrorCode in struct v and below it.
+func errorCodes(v reflect.Value, out []int16) []int16 {
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch {
+		case v.Type().Field(i).Name == "ErrorCode":
+			out = append(out, int16(f.Int()))
+		case f.Kind() == reflect.Struct:
+			out = errorCodes(f, out)
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
+			for j := range f.Len() {
+				out = errorCodes(f.Index(j), out)
+			}
+		}
+	}
+	return out
+}
