@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"math"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -154,98 +153,4 @@ func TestUnservedMirrors(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestUnservedEveryVersion builds the response to a request with one
-// element in every array, for every unserved key and version, and checks
-// that it encodes and decodes and that every error code in it is the
-// entry's.
-func TestUnservedEveryVersion(t *testing.T) {
-	for key, u := range unserved {
-		_, max, _ := unservedRange(key)
-		for v := int16(0); v <= max; v++ {
-			req := kmsg.RequestForKey(key)
-			req.SetVersion(v)
-			fill(reflect.ValueOf(req).Elem())
-			resp := unservedResponse(req, u)
-			decoded := req.ResponseKind()
-			decoded.SetVersion(v)
-			if err := decoded.ReadFrom(resp.AppendTo(nil)); err != nil {
-				t.Errorf("%s v%d: response does not decode: %v", kmsg.NameForKey(key), v, err)
-				continue
-			}
-			// unservedResponse sets every ErrorCode, so a 0 after the
-			// round trip is a field the version does not carry.
-			n := 0
-			for _, c := range errorCodes(reflect.ValueOf(decoded).Elem(), nil) {
-				switch c {
-				case 0:
-				case u.code:
-					n++
-				default:
-					t.Errorf("%s v%d: error code %d, want %d", kmsg.NameForKey(key), v, c, u.code)
-				}
-			}
-			if n == 0 {
-				t.Errorf("%s v%d: no error code in the response", kmsg.NameForKey(key), v)
-			}
-		}
-	}
-}
-
-// fill sets every field of struct v: numbers to 1, strings to "x", one
-// element in every array.
-func fill(v reflect.Value) {
-	for i := range v.NumField() {
-		f := v.Field(i)
-		name := v.Type().Field(i).Name
-		if name == "Version" || name == "UnknownTags" || !f.CanSet() {
-			continue
-		}
-		fillValue(f)
-	}
-}
-
-func fillValue(f reflect.Value) {
-	switch f.Kind() {
-	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		f.SetInt(1)
-	case reflect.Uint16:
-		f.SetUint(1)
-	case reflect.Float64:
-		f.SetFloat(1)
-	case reflect.String:
-		f.SetString("x")
-	case reflect.Struct:
-		fill(f)
-	case reflect.Pointer:
-		f.Set(reflect.New(f.Type().Elem()))
-		fillValue(f.Elem())
-	case reflect.Slice:
-		if f.Type().Elem().Kind() == reflect.Uint8 {
-			f.SetBytes([]byte{1})
-			return
-		}
-		e := reflect.New(f.Type().Elem()).Elem()
-		fillValue(e)
-		f.Set(reflect.Append(f, e))
-	}
-}
-
-// errorCodes appends every ErrorCode in struct v and below it.
-func errorCodes(v reflect.Value, out []int16) []int16 {
-	for i := range v.NumField() {
-		f := v.Field(i)
-		switch {
-		case v.Type().Field(i).Name == "ErrorCode":
-			out = append(out, int16(f.Int()))
-		case f.Kind() == reflect.Struct:
-			out = errorCodes(f, out)
-		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct:
-			for j := range f.Len() {
-				out = errorCodes(f.Index(j), out)
-			}
-		}
-	}
-	return out
 }
