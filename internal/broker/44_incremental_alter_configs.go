@@ -82,6 +82,15 @@ func (b *Broker) alterTopicConfigs(ctx context.Context, res kmsg.IncrementalAlte
 // the change; with validateOnly it only runs apply. The change is a
 // compare-and-swap of the topic in etcd, so apply may run more than once.
 func (b *Broker) updateTopicConfigs(ctx context.Context, topic string, validateOnly bool, apply func(map[string]string) (map[string]string, error)) error {
+	// The name first, as Kafka's ControllerConfigurationValidator.
+	// validateTopicName: the empty one (the default resource) is
+	// INVALID_REQUEST, another invalid one INVALID_TOPIC_EXCEPTION.
+	if topic == "" {
+		return fmt.Errorf("%w: default topic resources are not allowed", errInvalidRequest)
+	}
+	if err := validTopicName(topic); err != nil {
+		return fmt.Errorf("%w: %v", errInvalidTopic, err)
+	}
 	update := func(t *meta.Topic) ([]meta.PartitionState, error) {
 		configs, err := apply(t.Configs)
 		if err != nil {
