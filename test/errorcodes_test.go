@@ -398,13 +398,17 @@ func TestErrorCodes(t *testing.T) {
 		errCase{name: "elect leaders: to a broker that is not the controller", to: addr[other(controller)], req: electLeadersReq(topic), want: kerr.ElectionNotNeeded.Code,
 			differs: "samsa answers NOT_CONTROLLER off the controller, by design (43_elect_leaders.go; clients send it to the controller Metadata names); matching Kafka 4 means forwarding the request to the controller"},
 	)
-	// IncrementalAlterConfigs (44). ControllerConfigurationValidator.
-	// validateTopicName: the empty name is INVALID_REQUEST ("Default
-	// topic resources are not allowed"), others by Topic.validate; then
-	// QuorumController's existence check, UNKNOWN_TOPIC_OR_PARTITION.
+	// AlterConfigs (33), IncrementalAlterConfigs (44).
+	// ControllerConfigurationValidator.validateTopicName: the empty name is
+	// INVALID_REQUEST ("Default topic resources are not allowed"), others
+	// by Topic.validate; then QuorumController's existence check,
+	// UNKNOWN_TOPIC_OR_PARTITION.
 	add(
-		errCase{name: "incremental alter configs: empty topic name", to: addr[leader], req: alterConfigsReq(""), want: kerr.InvalidRequest.Code, differs: "samsa answers UNKNOWN_SERVER_ERROR (an unmapped name validation error from the etcd update); 44_incremental_alter_configs.go, being edited by others now, should check the name before updating the topic: the empty name INVALID_REQUEST, one validTopicName refuses INVALID_TOPIC_EXCEPTION (the same for AlterConfigs)"},
-		errCase{name: "incremental alter configs: invalid topic name ..", to: addr[leader], req: alterConfigsReq(".."), want: kerr.InvalidTopicException.Code, differs: "samsa answers UNKNOWN_SERVER_ERROR (an unmapped name validation error from the etcd update); 44_incremental_alter_configs.go, being edited by others now, should check the name before updating the topic: the empty name INVALID_REQUEST, one validTopicName refuses INVALID_TOPIC_EXCEPTION (the same for AlterConfigs)"},
+		errCase{name: "alter configs: empty topic name", to: addr[leader], req: legacyAlterConfigsReq(""), want: kerr.InvalidRequest.Code},
+		errCase{name: "alter configs: invalid topic name ..", to: addr[leader], req: legacyAlterConfigsReq(".."), want: kerr.InvalidTopicException.Code},
+		errCase{name: "alter configs: unknown topic", to: addr[leader], req: legacyAlterConfigsReq(unknownTopic), want: kerr.UnknownTopicOrPartition.Code},
+		errCase{name: "incremental alter configs: empty topic name", to: addr[leader], req: alterConfigsReq(""), want: kerr.InvalidRequest.Code},
+		errCase{name: "incremental alter configs: invalid topic name ..", to: addr[leader], req: alterConfigsReq(".."), want: kerr.InvalidTopicException.Code},
 		errCase{name: "incremental alter configs: unknown topic", to: addr[leader], req: alterConfigsReq(unknownTopic), want: kerr.UnknownTopicOrPartition.Code},
 	)
 	// OffsetDelete (47). GroupCoordinatorService.deleteOffsets refuses the
@@ -590,6 +594,10 @@ func answerCode(resp kmsg.Response) (int16, error) {
 		}
 		if len(r.Topics) > 0 && len(r.Topics[0].Partitions) > 0 {
 			return r.Topics[0].Partitions[0].ErrorCode, nil
+		}
+	case *kmsg.AlterConfigsResponse:
+		if len(r.Resources) > 0 {
+			return r.Resources[0].ErrorCode, nil
 		}
 	case *kmsg.IncrementalAlterConfigsResponse:
 		if len(r.Resources) > 0 {
@@ -874,6 +882,18 @@ func alterConfigsReq(topic string) *kmsg.IncrementalAlterConfigsRequest {
 	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
 	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 	rc.Name, rc.Op, rc.Value = "retention.ms", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("100000")
+	rr.Configs = append(rr.Configs, rc)
+	r.Resources = append(r.Resources, rr)
+	return r
+}
+
+func legacyAlterConfigsReq(topic string) *kmsg.AlterConfigsRequest {
+	r := kmsg.NewPtrAlterConfigsRequest()
+	r.SetVersion(2)
+	rr := kmsg.NewAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+	rc := kmsg.NewAlterConfigsRequestResourceConfig()
+	rc.Name, rc.Value = "retention.ms", kmsg.StringPtr("100000")
 	rr.Configs = append(rr.Configs, rc)
 	r.Resources = append(r.Resources, rr)
 	return r
