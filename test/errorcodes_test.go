@@ -228,7 +228,7 @@ func TestErrorCodes(t *testing.T) {
 				return nil
 			}},
 		errCase{name: "metadata v11: a topic id", to: addr[leader], req: metadataByIDReq(11, topicID), want: kerr.InvalidRequest.Code,
-			differs: "samsa ignores a topic id before v12; 03_metadata.go should answer every requested topic INVALID_REQUEST (top-level code too) when a v10 or v11 request names a non-zero topic id"},
+			differs: "samsa ignores a topic id before v12; 03_metadata.go should answer every requested topic INVALID_REQUEST, its name and id echoed, when a v10 or v11 request names a non-zero topic id (MetadataRequest.getErrorResponse)"},
 	)
 	// The empty group id. GroupCoordinatorService refuses a null id only
 	// for DescribeGroups, DeleteGroups, OffsetFetch and OffsetCommit ("for
