@@ -2,25 +2,34 @@ package broker
 
 // DeleteTopics (key 20), versions 1–6 (flexible from v4). v6 names topics by
 // name or id. The topic and its partition states are deleted in one etcd
-// transaction; every broker then closes and deletes its replicas' logs. The
-// response waits until no broker serves the deleted topics (served.go).
+// transaction, conditioned on the incarnation named (by id, or the one the
+// name had when read); every broker then closes and deletes its replicas'
+// logs. The response waits until no broker serves the deleted topics
+// (served.go), in Later with the connection muted, as a long poll.
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/coord"
 	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
 )
 
 func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.DeleteTopicsRequest)
-	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
-	defer cancel()
+	return protocol.Response{Mute: true, Later: func() kmsg.Response {
+		defer cancel()
+		return b.deleteTopics(ctx, r)
+	}}
+}
 
+func (b *Broker) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string
 		id   meta.TopicID
@@ -36,7 +45,9 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 			targets = append(targets, target{name: &name})
 		}
 	}
-	s := b.view()
+	// Ids are looked up in the newest metadata this broker has; the
+	// delete itself checks the id against etcd.
+	s := b.cache.Snapshot()
 	var deleted []servedTopic
 	var deletedAt []int // their index in resp.Topics
 	for _, t := range targets {
@@ -45,9 +56,6 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 		name := ""
 		if t.name != nil {
 			name = *t.name
-			if vt, ok := s.Topics[name]; ok {
-				rt.TopicID = vt.Topic.ID
-			}
 		} else {
 			for n, vt := range s.Topics {
 				if vt.Topic.ID == t.id {
@@ -62,14 +70,20 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 			}
 		}
 		err := guardOffsetsTopic(name, "delete")
+		var id meta.TopicID
 		if err == nil {
-			err = b.client.DeleteTopic(ctx, name)
+			id, err = b.client.DeleteTopicID(ctx, name, t.id)
 		}
-		if err != nil {
-			setDeleteTopicError(&rt, err)
-		} else {
-			deleted = append(deleted, servedTopic{name: name, id: meta.TopicID(rt.TopicID), deleted: true})
+		switch {
+		case err == nil:
+			rt.TopicID = id
+			deleted = append(deleted, servedTopic{name: name, id: id, deleted: true})
 			deletedAt = append(deletedAt, len(resp.Topics))
+		case t.name == nil && errors.Is(err, coord.ErrTopicNotFound):
+			rt.Topic = nil
+			rt.ErrorCode = kerr.UnknownTopicID.Code
+		default:
+			setDeleteTopicError(&rt, err)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
@@ -78,7 +92,7 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 			setDeleteTopicError(&resp.Topics[i], err)
 		}
 	}
-	return reply(resp)
+	return resp
 }
 
 func setDeleteTopicError(rt *kmsg.DeleteTopicsResponseTopic, err error) {

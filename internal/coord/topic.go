@@ -134,26 +134,46 @@ func (c *Client) CreateTopic(ctx context.Context, t meta.Topic, states []meta.Pa
 // DeleteTopic deletes the topic and all its partition states in one
 // transaction; ErrTopicNotFound if the topic key does not exist.
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	_, err := c.DeleteTopicID(ctx, name, meta.TopicID{})
+	return err
+}
+
+// DeleteTopicID deletes the topic named name, if its id is id (whatever its
+// id when id is zero), and all its partition states in one transaction
+// conditioned on the incarnation it read, so a topic re-created under the
+// same name meanwhile is never deleted in the old one's place. It returns
+// the id of the topic it deleted; ErrTopicNotFound if there is no such
+// topic.
+func (c *Client) DeleteTopicID(ctx context.Context, name string, id meta.TopicID) (meta.TopicID, error) {
 	if err := validName(name); err != nil {
-		return err
+		return meta.TopicID{}, err
 	}
-	ctx, cancel := c.opCtx(ctx)
-	defer cancel()
-	resp, err := c.etcd.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(c.keys.topic(name)), ">", 0)).
-		Then(
-			clientv3.OpDelete(c.keys.topic(name)),
-			clientv3.OpDelete(c.keys.partitionsOf(name), clientv3.WithPrefix()),
-		).
-		Commit()
-	if err != nil {
-		return c.wrapErr(fmt.Sprintf("delete topic %q", name), err)
+	for {
+		vt, err := c.Topic(ctx, name)
+		if err != nil {
+			return meta.TopicID{}, err
+		}
+		if !id.IsZero() && vt.ID != id {
+			return meta.TopicID{}, fmt.Errorf("coord: delete topic %q: %w: its id is %s, not %s", name, ErrTopicNotFound, vt.ID, id)
+		}
+		opCtx, cancel := c.opCtx(ctx)
+		resp, err := c.etcd.Txn(opCtx).
+			If(clientv3.Compare(clientv3.CreateRevision(c.keys.topic(name)), "=", vt.CreateRevision)).
+			Then(
+				clientv3.OpDelete(c.keys.topic(name)),
+				clientv3.OpDelete(c.keys.partitionsOf(name), clientv3.WithPrefix()),
+			).
+			Commit()
+		cancel()
+		if err != nil {
+			return meta.TopicID{}, c.wrapErr(fmt.Sprintf("delete topic %q", name), err)
+		}
+		if resp.Succeeded {
+			c.noteRevision(resp.Header.Revision)
+			return vt.ID, nil
+		}
+		// Deleted or re-created since it was read: read it again.
 	}
-	if !resp.Succeeded {
-		return fmt.Errorf("coord: delete topic %q: %w", name, ErrTopicNotFound)
-	}
-	c.noteRevision(resp.Header.Revision)
-	return nil
 }
 
 // Topic reads one topic.

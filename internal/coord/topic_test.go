@@ -162,6 +162,34 @@ func TestDeleteTopic(t *testing.T) {
 	createTopic(t, c, "foo", 1)
 }
 
+// DeleteTopicID deletes only the incarnation it names: a request for a
+// deleted topic's id must not delete the topic re-created under its name.
+func TestDeleteTopicID(t *testing.T) {
+	c := connect(t, sharedEtcd(t), clusterName(t))
+	createTopic(t, c, "foo", 2)
+	old, err := c.Topic(testCtx(t), "foo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.DeleteTopicID(testCtx(t), "foo", old.ID); err != nil || got != old.ID {
+		t.Fatalf("delete by id: %v, %v; want %v", got, err, old.ID)
+	}
+	createTopic(t, c, "foo", 1)
+	_, err = c.DeleteTopicID(testCtx(t), "foo", old.ID)
+	mustIs(t, err, ErrTopicNotFound)
+	cur, err := c.Topic(testCtx(t), "foo")
+	if err != nil || cur.ID == old.ID {
+		t.Fatalf("re-created topic after a delete of the old id: %+v, %v", cur.Topic, err)
+	}
+	if ps := statesOf(t, c, "foo"); len(ps) != 1 {
+		t.Fatalf("re-created topic has %d states, want 1", len(ps))
+	}
+	// Without an id, the current incarnation goes, and its id is returned.
+	if got, err := c.DeleteTopicID(testCtx(t), "foo", meta.TopicID{}); err != nil || got != cur.ID {
+		t.Fatalf("delete by name: %v, %v; want %v", got, err, cur.ID)
+	}
+}
+
 // Concurrent updates from several clients each apply: none is lost.
 func TestUpdateTopicConcurrent(t *testing.T) {
 	eps := sharedEtcd(t)
