@@ -117,23 +117,78 @@ func TestAdminAnsweredWhenEveryBrokerServes(t *testing.T) {
 			return nil
 		})
 	})
+
+	t.Run("UnreachableBroker", func(t *testing.T) {
+		// Broker 1 cannot ask broker 3, which stays registered: no client
+		// reaches it either, so it is not waited for past two questions.
+		admin := "samsa-admin-1"
+		c.Broker(3).Kafka.BlackholePeer(admin)
+		defer c.Broker(3).Kafka.HealPeer(admin)
+		if code := createTopicVia(t, c, 1, "unreachable", 1, 20000); code != 0 {
+			t.Fatalf("create while broker 3 cannot be asked: %v, want success", kerr.ErrorForCode(code))
+		}
+	})
+
+	t.Run("Overtaken", func(t *testing.T) {
+		// A creation whose topic another client deletes while the answer
+		// waits for a lagging broker is answered, not timed out: a later
+		// change overtook it.
+		c.BlackholeEtcd(3)
+		defer c.HealEtcd(3)
+		created := make(chan int16, 1)
+		go func() {
+			req := kmsg.NewPtrCreateTopicsRequest()
+			req.TimeoutMillis = 20000
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "overtaken", 1, 3
+			req.Topics = append(req.Topics, rt)
+			resp, err := requestToErr(c, 1, req)
+			if err != nil {
+				t.Errorf("create: %v", err)
+				created <- -1
+				return
+			}
+			created <- resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+		}()
+		WaitFor(t, 20*time.Second, func() error {
+			if rt := describedBy(t, c, 2, "overtaken"); rt.ErrorCode != 0 {
+				return fmt.Errorf("broker 2 describes the topic with %v", kerr.ErrorForCode(rt.ErrorCode))
+			}
+			return nil
+		})
+		if code := deleteTopicVia(t, c, 2, "overtaken", 20000); code != 0 {
+			t.Fatalf("delete: %v", kerr.ErrorForCode(code))
+		}
+		if code := <-created; code != 0 {
+			t.Fatalf("overtaken create: %v, want success", kerr.ErrorForCode(code))
+		}
+	})
 }
 
 // requestTo sends req to broker id itself (no routing, no retries).
 func requestTo(t testing.TB, c *Cluster, id int32, req kmsg.Request) kmsg.Response {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Broker(id).Addr()), kgo.DialTimeout(time.Second))
+	resp, err := requestToErr(c, id, req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return resp
+}
+
+// requestToErr is requestTo for any goroutine.
+func requestToErr(c *Cluster, id int32, req kmsg.Request) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Broker(id).Addr()), kgo.DialTimeout(time.Second))
+	if err != nil {
+		return nil, err
 	}
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
 	if err != nil {
-		t.Fatalf("%T to broker %d: %v", req, id, err)
+		return nil, fmt.Errorf("%T to broker %d: %w", req, id, err)
 	}
-	return resp
+	return resp, nil
 }
 
 // describedBy is broker id's Metadata answer for one topic, without

@@ -76,14 +76,18 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 	// again and finds it once this broker serves it.
 	creating := map[string]bool{}
 	if !all && autoCreate {
+		newest := b.cache.Snapshot()
 		for _, name := range names {
 			if _, ok := s.Topics[name]; ok || validTopicName(name) != nil {
 				continue
 			}
-			err := b.createTopic(ctx, name, -1, -1, nil, nil)
-			if err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
-				b.logger.Warn("auto-create topic failed", "topic", name, "err", err)
-				continue
+			// A topic this broker does not serve yet is being created.
+			if _, ok := newest.Topics[name]; !ok {
+				err := b.createTopic(ctx, name, -1, -1, nil, nil)
+				if err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
+					b.logger.Warn("auto-create topic failed", "topic", name, "err", err)
+					continue
+				}
 			}
 			creating[name] = true
 		}

@@ -12,7 +12,8 @@ package broker
 // partition count, replication factor and effective configs; v7 the topic
 // id. ValidateOnly checks everything and writes nothing. The topic and the
 // initial state of each partition are written to etcd in one transaction;
-// the response waits until every broker serves the new topics (served.go).
+// the response waits until every broker serves the new topics (served.go),
+// in Later with the connection muted, as a long poll.
 
 import (
 	"context"
@@ -26,9 +27,15 @@ import (
 
 func (b *Broker) handleCreateTopics(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.CreateTopicsRequest)
-	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
-	defer cancel()
+	return protocol.Response{Mute: true, Later: func() kmsg.Response {
+		defer cancel()
+		return b.createTopics(ctx, r)
+	}}
+}
+
+func (b *Broker) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
 
 	seen := countNames(r.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	var created []servedTopic
@@ -95,10 +102,12 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *protocol.Request) 
 	}
 	if err := b.waitServed(ctx, created); err != nil {
 		for _, i := range createdAt {
-			setCreateTopicError(&resp.Topics[i], errorCode(err), err.Error())
+			rt := &resp.Topics[i]
+			setCreateTopicError(rt, errorCode(err), err.Error())
+			rt.TopicID, rt.Configs = [16]byte{}, nil
 		}
 	}
-	return reply(resp)
+	return resp
 }
 
 func setCreateTopicError(rt *kmsg.CreateTopicsResponseTopic, code int16, msg string) {

@@ -6,7 +6,8 @@ package broker
 // assigned like a new topic's with the topic's replication factor. The new
 // assignments and initial partition states are written in one transaction,
 // conditioned on the topic not having changed since it was read. The
-// response waits until every broker serves the new partitions (served.go).
+// response waits until every broker serves the new partitions (served.go),
+// in Later with the connection muted, as a long poll.
 
 import (
 	"context"
@@ -21,9 +22,15 @@ import (
 
 func (b *Broker) handleCreatePartitions(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.CreatePartitionsRequest)
-	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
-	defer cancel()
+	return protocol.Response{Mute: true, Later: func() kmsg.Response {
+		defer cancel()
+		return b.addPartitions(ctx, r)
+	}}
+}
+
+func (b *Broker) addPartitions(ctx context.Context, r *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
 
 	seen := countNames(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
 	var extended []servedTopic
@@ -51,7 +58,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *protocol.Reque
 			setCreatePartitionsError(&resp.Topics[i], err)
 		}
 	}
-	return reply(resp)
+	return resp
 }
 
 func setCreatePartitionsError(rt *kmsg.CreatePartitionsResponseTopic, err error) {

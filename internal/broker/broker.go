@@ -249,6 +249,11 @@ func (b *Broker) start(ctx context.Context) error {
 		}
 	}()
 
+	// Serve once the view (what clients are answered from) shows this
+	// broker registered, so its first Metadata answers name it.
+	if err := b.waitApplied(ctx); err != nil {
+		return fmt.Errorf("broker: apply own registration: %w", err)
+	}
 	b.server = protocol.NewServer(b.cfg.protocolConfig(b.logger), b)
 	for _, ln := range b.listeners {
 		ln := ln

@@ -12,8 +12,15 @@ package broker
 // new partition already leads it.
 //
 // The broker that made the change asks the others with the Metadata request
-// a client would send, over a short-lived client per broker; brokers that
-// leave the cluster meanwhile are no longer waited for.
+// a client would send, over a short-lived client per broker. It stops
+// waiting for a broker that leaves the cluster or is shutting down, and for
+// one it cannot ask twice in a row (connection refused, no answer within
+// servedAskTimeout): no client reaches that broker either, so none can read
+// its old view (a killed broker stays registered until its session
+// expires). It stops waiting for a topic that its own view shows deleted
+// or re-created meanwhile: a later change overtook this one. This goes
+// beyond Kafka, whose KRaft controller answers once the change is
+// committed, before any broker applies it.
 
 import (
 	"context"
@@ -27,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/coord"
 	"github.com/samsa-io/samsa/internal/meta"
 )
 
@@ -57,7 +65,19 @@ func (st servedTopic) servedBy(rt *kmsg.MetadataResponseTopic) bool {
 // a broker that stopped answering is dropped once it leaves the cluster.
 const (
 	servedPollMax    = 100 * time.Millisecond
-	servedAskTimeout = time.Second
+	servedAskTimeout = 500 * time.Millisecond
+	// servedAskFailures is how many questions in a row a broker may leave
+	// unanswered before it is no longer waited for.
+	servedAskFailures = 2
+)
+
+// askResult is one broker's answer to brokerServes.
+type askResult int
+
+const (
+	askServed askResult = iota // the answer shows every change
+	askStale                   // it answered, without every change
+	askFailed                  // no answer
 )
 
 // waitServed returns once this broker and every other live broker serve
@@ -75,21 +95,27 @@ func (b *Broker) waitServed(ctx context.Context, topics []servedTopic) error {
 			cl.Close()
 		}
 	}()
+	topics = slices.Clone(topics)
 	served := map[int32]bool{b.cfg.NodeID: true}
+	failures := map[int32]int{}
 	pause := 5 * time.Millisecond
 	for {
 		s := b.view()
+		topics = slices.DeleteFunc(topics, func(st servedTopic) bool { return overtaken(s, st) })
+		if len(topics) == 0 {
+			return nil
+		}
 		var pending []int32
 		var addrs []string
 		for _, id := range liveBrokers(s) {
-			if addr, ok := brokerAddr(s, id); ok && !served[id] {
+			if addr, ok := brokerAddr(s, id); ok && !served[id] && !s.Brokers[id].ShuttingDown {
 				pending, addrs = append(pending, id), append(addrs, addr)
 			}
 		}
 		if len(pending) == 0 {
 			return nil
 		}
-		ok := make([]bool, len(pending))
+		results := make([]askResult, len(pending))
 		var wg sync.WaitGroup
 		for i, addr := range addrs {
 			cl := clients[addr]
@@ -103,14 +129,26 @@ func (b *Broker) waitServed(ctx context.Context, topics []servedTopic) error {
 				}
 				clients[addr] = cl
 			}
-			wg.Go(func() { ok[i] = brokerServes(ctx, cl, topics) })
+			wg.Go(func() { results[i] = brokerServes(ctx, cl, topics) })
 		}
 		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: the change is stored, but not every broker serves it yet", err)
+		}
 		var still []int32
 		for i, id := range pending {
-			if ok[i] {
+			switch results[i] {
+			case askServed:
 				served[id] = true
-			} else {
+			case askFailed:
+				if failures[id]++; failures[id] >= servedAskFailures {
+					b.logger.Warn("not waiting for a broker that does not answer to serve an admin change", "broker", id)
+					served[id] = true
+					continue
+				}
+				still = append(still, id)
+			default:
+				failures[id] = 0
 				still = append(still, id)
 			}
 		}
@@ -128,9 +166,19 @@ func (b *Broker) waitServed(ctx context.Context, topics []servedTopic) error {
 	}
 }
 
+// overtaken reports whether a later change overtook st in view s: a
+// created or extended topic that is gone or has another id.
+func overtaken(s *coord.Snapshot, st servedTopic) bool {
+	if st.deleted {
+		return false
+	}
+	vt, ok := s.Topics[st.name]
+	return !ok || vt.Topic.ID != st.id
+}
+
 // brokerServes asks one broker for the topics' metadata and reports whether
 // its answer shows every change.
-func brokerServes(ctx context.Context, cl *kgo.Client, topics []servedTopic) bool {
+func brokerServes(ctx context.Context, cl *kgo.Client, topics []servedTopic) askResult {
 	ctx, cancel := context.WithTimeout(ctx, servedAskTimeout)
 	defer cancel()
 	req := kmsg.NewPtrMetadataRequest()
@@ -142,11 +190,11 @@ func brokerServes(ctx context.Context, cl *kgo.Client, topics []servedTopic) boo
 	}
 	seeds := cl.SeedBrokers()
 	if len(seeds) == 0 {
-		return false
+		return askFailed
 	}
 	resp, err := seeds[0].Request(ctx, req)
 	if err != nil {
-		return false
+		return askFailed
 	}
 	md := resp.(*kmsg.MetadataResponse)
 	for _, st := range topics {
@@ -154,8 +202,8 @@ func brokerServes(ctx context.Context, cl *kgo.Client, topics []servedTopic) boo
 			return rt.Topic != nil && *rt.Topic == st.name
 		})
 		if i < 0 || !st.servedBy(&md.Topics[i]) {
-			return false
+			return askStale
 		}
 	}
-	return true
+	return askServed
 }
