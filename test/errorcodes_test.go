@@ -227,8 +227,7 @@ func TestErrorCodes(t *testing.T) {
 				}
 				return nil
 			}},
-		errCase{name: "metadata v11: a topic id", to: addr[leader], req: metadataByIDReq(11, topicID), want: kerr.InvalidRequest.Code,
-			differs: "samsa ignores a topic id before v12; 03_metadata.go should answer every requested topic INVALID_REQUEST, its name and id echoed, when a v10 or v11 request names a non-zero topic id (MetadataRequest.getErrorResponse)"},
+		errCase{name: "metadata v11: a topic id", to: addr[leader], req: metadataByIDReq(11, topicID), want: kerr.InvalidRequest.Code},
 	)
 	// The empty group id. GroupCoordinatorService refuses a null id only
 	// for DescribeGroups, DeleteGroups, OffsetFetch and OffsetCommit ("for
@@ -337,12 +336,11 @@ func TestErrorCodes(t *testing.T) {
 	dupDelete.Topics = append(dupDelete.Topics, dupDelete.Topics[0])
 	add(
 		errCase{name: "delete topics: unknown topic", to: addr[follower], req: deleteTopicsReq(unknownTopic, [16]byte{}), want: kerr.UnknownTopicOrPartition.Code},
-		errCase{name: "delete topics: invalid topic name ..", to: addr[follower], req: deleteTopicsReq("..", [16]byte{}), want: kerr.UnknownTopicOrPartition.Code,
-			differs: "samsa answers UNKNOWN_SERVER_ERROR: coord.Client.DeleteTopic's name validation error is not mapped; 20_delete_topics.go (or errorCode) should answer a name that is not a valid topic name UNKNOWN_TOPIC_OR_PARTITION, as a topic that does not exist (ControllerApis.deleteTopics looks names up without validating them)"},
+		errCase{name: "delete topics: invalid topic name ..", to: addr[follower], req: deleteTopicsReq("..", [16]byte{}), want: kerr.UnknownTopicOrPartition.Code},
 		errCase{name: "delete topics v6: unknown topic id", to: addr[follower], req: deleteTopicsReq("", [16]byte{1, 2, 3}), want: kerr.UnknownTopicID.Code},
-		errCase{name: "delete topics v6: neither name nor id", to: addr[follower], req: deleteTopicsReq("", [16]byte{}), want: kerr.InvalidRequest.Code, differs: "samsa checks neither duplicates nor name-and-id in 20_delete_topics.go; it should answer, before any lookup, a topic given with both a name and a non-zero id, and one with neither, INVALID_REQUEST, and every name or id given more than once INVALID_REQUEST (ControllerApis.deleteTopics)"},
-		errCase{name: "delete topics v6: both name and id", to: addr[follower], req: both, want: kerr.InvalidRequest.Code, differs: "samsa checks neither duplicates nor name-and-id in 20_delete_topics.go; it should answer, before any lookup, a topic given with both a name and a non-zero id, and one with neither, INVALID_REQUEST, and every name or id given more than once INVALID_REQUEST (ControllerApis.deleteTopics)"},
-		errCase{name: "delete topics: the same name twice", to: addr[follower], req: dupDelete, want: kerr.InvalidRequest.Code, differs: "samsa checks neither duplicates nor name-and-id in 20_delete_topics.go; it should answer, before any lookup, a topic given with both a name and a non-zero id, and one with neither, INVALID_REQUEST, and every name or id given more than once INVALID_REQUEST (ControllerApis.deleteTopics)"},
+		errCase{name: "delete topics v6: neither name nor id", to: addr[follower], req: deleteTopicsReq("", [16]byte{}), want: kerr.InvalidRequest.Code},
+		errCase{name: "delete topics v6: both name and id", to: addr[follower], req: both, want: kerr.InvalidRequest.Code},
+		errCase{name: "delete topics: the same name twice", to: addr[follower], req: dupDelete, want: kerr.InvalidRequest.Code},
 	)
 	// InitProducerId (22). TransactionCoordinator.handleInitProducerId:
 	// an empty transactional id is INVALID_REQUEST; KafkaApis.
@@ -377,8 +375,7 @@ func TestErrorCodes(t *testing.T) {
 	dupPartitions.Topics = append(dupPartitions.Topics, dupPartitions.Topics[0])
 	add(
 		errCase{name: "create partitions: unknown topic", to: addr[follower], req: createPartitionsReq(unknownTopic, 2), want: kerr.UnknownTopicOrPartition.Code},
-		errCase{name: "create partitions: invalid topic name ..", to: addr[follower], req: createPartitionsReq("..", 2), want: kerr.UnknownTopicOrPartition.Code,
-			differs: "samsa answers UNKNOWN_SERVER_ERROR (an unmapped name validation error); 37_create_partitions.go (or admin_topics.go) should answer a name that is not a valid topic name UNKNOWN_TOPIC_OR_PARTITION, as a topic that does not exist (ReplicationControlManager.createPartitions looks it up)"},
+		errCase{name: "create partitions: invalid topic name ..", to: addr[follower], req: createPartitionsReq("..", 2), want: kerr.UnknownTopicOrPartition.Code},
 		errCase{name: "create partitions: no more than now", to: addr[follower], req: createPartitionsReq(topic, 1), want: kerr.InvalidPartitions.Code},
 		errCase{name: "create partitions: the same topic twice", to: addr[follower], req: dupPartitions, want: kerr.InvalidRequest.Code},
 	)

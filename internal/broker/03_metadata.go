@@ -31,6 +31,19 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 	s := b.view()
 
 	all := r.Topics == nil || (r.Version == 0 && len(r.Topics) == 0)
+	// Topic ids are v12+ (KafkaApis.handleTopicMetadataRequest): an older
+	// request naming one, or leaving a name null, is INVALID_REQUEST on
+	// every topic it asked for, each echoed.
+	if !all && r.Version < 12 && slices.ContainsFunc(r.Topics, func(t kmsg.MetadataRequestTopic) bool {
+		return t.Topic == nil || t.TopicID != [16]byte{}
+	}) {
+		for _, t := range r.Topics {
+			rt := kmsg.NewMetadataResponseTopic()
+			rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, kerr.InvalidRequest.Code
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return reply(resp)
+	}
 	var names []string
 	unknownIDs := []meta.TopicID{}
 	if all {

@@ -45,17 +45,63 @@ func (b *Broker) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) 
 			targets = append(targets, target{name: &name})
 		}
 	}
+	// As ControllerApis.deleteTopics, before any lookup: a topic given by
+	// both name and id, or by neither, and every name or id given more
+	// than once, is INVALID_REQUEST.
+	names, ids := map[string]int{}, map[meta.TopicID]int{}
+	for _, t := range targets {
+		if t.name != nil {
+			names[*t.name]++
+		}
+		if !t.id.IsZero() {
+			ids[t.id]++
+		}
+	}
+	invalid := func(t target, msg string) {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		rt.Topic, rt.TopicID = t.name, t.id
+		rt.ErrorCode, rt.ErrorMessage = kerr.InvalidRequest.Code, &msg
+		resp.Topics = append(resp.Topics, rt)
+	}
 	// Ids are looked up in the newest metadata this broker has; the
 	// delete itself checks the id against etcd.
 	s := b.cache.Snapshot()
 	var deleted []servedTopic
 	var deletedAt []int // their index in resp.Topics
 	for _, t := range targets {
+		switch {
+		case t.name != nil && !t.id.IsZero():
+			invalid(t, "a topic must be named by its name or its id, not both")
+			continue
+		case t.name == nil && t.id.IsZero():
+			invalid(t, "a topic must be named by its name or its id")
+			continue
+		case t.name != nil && names[*t.name] != 1:
+			// Answered once (Kafka keeps a set of the duplicates).
+			if names[*t.name] > 1 {
+				invalid(t, "duplicate topic name")
+				names[*t.name] = 0
+			}
+			continue
+		case !t.id.IsZero() && ids[t.id] != 1:
+			if ids[t.id] > 1 {
+				invalid(t, "duplicate topic id")
+				ids[t.id] = 0
+			}
+			continue
+		}
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = t.name, t.id
 		name := ""
 		if t.name != nil {
 			name = *t.name
+			// Names are looked up without validating them: an invalid
+			// one is a topic that does not exist.
+			if validTopicName(name) != nil {
+				rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 		} else {
 			for n, vt := range s.Topics {
 				if vt.Topic.ID == t.id {

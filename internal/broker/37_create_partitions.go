@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/coord"
 	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
 )
@@ -42,6 +43,10 @@ func (b *Broker) addPartitions(ctx context.Context, r *kmsg.CreatePartitionsRequ
 		var st servedTopic
 		if seen[t.Topic] > 1 {
 			err = fmt.Errorf("%w: topic listed more than once", errInvalidRequest)
+		} else if validTopicName(t.Topic) != nil {
+			// Looked up without validation, as Kafka's
+			// ReplicationControlManager: a topic that does not exist.
+			err = fmt.Errorf("%w: %q", coord.ErrTopicNotFound, t.Topic)
 		} else if err = guardOffsetsTopic(t.Topic, "add partitions to"); err == nil {
 			st, err = b.createPartitions(ctx, t, r.ValidateOnly)
 		}
