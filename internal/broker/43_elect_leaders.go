@@ -2,8 +2,10 @@ package broker
 
 // ElectLeaders (key 43), versions 0–2 (flexible from v2).
 //
-// Answered by the active controller (NOT_CONTROLLER elsewhere; clients send
-// it to the controller Metadata names). v0 elects preferred leaders; v1+
+// Answered by the active controller. Another broker forwards the request to
+// the controller its view names and relays the answer, as Kafka 4 brokers
+// forward to their controller (NOT_CONTROLLER only if that fails, or for a
+// request that was forwarded already). v0 elects preferred leaders; v1+
 // carries the type: PREFERRED (0) gives each partition its first assigned
 // replica if that one is alive and in the ISR (PREFERRED_LEADER_NOT_AVAILABLE
 // otherwise, ELECTION_NOT_NEEDED if it leads already); UNCLEAN (1) elects a
@@ -14,17 +16,34 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/protocol"
 )
 
+// forwardClientID is the client id of requests a broker forwards to the
+// controller; the controller never forwards them again.
+const forwardClientID = "samsa-forward"
+
 func (b *Broker) handleElectLeaders(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.ElectLeadersRequest)
+	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
+	forwarded := req.ClientID != nil && *req.ClientID == forwardClientID
+	return protocol.Response{Mute: true, Later: func() kmsg.Response {
+		defer cancel()
+		return b.electLeaders(ctx, r, forwarded)
+	}}
+}
+
+func (b *Broker) electLeaders(ctx context.Context, r *kmsg.ElectLeadersRequest, forwarded bool) *kmsg.ElectLeadersResponse {
 	resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
 	kind := controller.Preferred
 	if r.Version >= 1 {
@@ -51,14 +70,19 @@ func (b *Broker) handleElectLeaders(ctx context.Context, req *protocol.Request) 
 			}
 		}
 	}
-	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
-	defer cancel()
 	var results map[controller.TopicPartition]error
 	var topErr error
 	if kind != controller.Preferred && kind != controller.Unclean {
 		topErr = errInvalidRequest
 	} else {
 		results, topErr = b.controller.Elect(ctx, kind, targets)
+	}
+	if errors.Is(topErr, controller.ErrNotController) && !forwarded {
+		fwd, err := b.forwardToController(ctx, r)
+		if err == nil {
+			return fwd
+		}
+		topErr = fmt.Errorf("%w (forwarding to the controller: %v)", topErr, err)
 	}
 	if topErr != nil && r.Version >= 1 {
 		resp.ErrorCode = errorCode(topErr)
@@ -86,5 +110,30 @@ func (b *Broker) handleElectLeaders(ctx context.Context, req *protocol.Request) 
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 	}
-	return reply(resp)
+	return resp
+}
+
+// forwardToController sends an ElectLeaders request to the controller this
+// broker's view names and returns its answer.
+func (b *Broker) forwardToController(ctx context.Context, r *kmsg.ElectLeadersRequest) (*kmsg.ElectLeadersResponse, error) {
+	s := b.view()
+	id := s.ControllerID
+	if id < 0 || id == b.cfg.NodeID {
+		return nil, errors.New("no other controller known")
+	}
+	addr, ok := brokerAddr(s, id)
+	if !ok {
+		return nil, fmt.Errorf("controller %d is not registered", id)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(forwardClientID), kgo.DialTimeout(5*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	fwd := *r
+	resp, err := cl.SeedBrokers()[0].Request(ctx, &fwd)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.ElectLeadersResponse), nil
 }
