@@ -62,6 +62,10 @@ type partitionManager struct {
 	// view advances.
 	reconciledMu sync.Mutex
 	reconciledCh chan struct{}
+
+	// removing counts the retired logs still being removed (remove);
+	// closeAll waits for them.
+	removing sync.WaitGroup
 }
 
 func newPartitionManager(b *Broker) *partitionManager {
@@ -106,6 +110,13 @@ func (m *partitionManager) openExisting(s *coord.Snapshot) error {
 	}
 	for _, e := range entries {
 		if !e.IsDir() {
+			continue
+		}
+		if strings.Contains(e.Name(), tombMark) {
+			// Deleted, its removal cut short by a stop or a crash.
+			if err := m.fs().RemoveAll(filepath.Join(m.b.cfg.logDir(), e.Name())); err != nil {
+				return fmt.Errorf("broker: delete retired log: %w", err)
+			}
 			continue
 		}
 		tp, ok := parseDirName(e.Name())
@@ -353,9 +364,32 @@ func (m *partitionManager) remove(tp topicPartition, lp *localPartition) {
 		m.b.groups.Resigned(tp.partition, lp.LeaderEpoch())
 	}
 	m.fetchers.unfollow(tp)
-	if err := lp.Close(true); err != nil {
+	// The directory is renamed at once and removed in the background, so
+	// a large log neither delays the view (reconcile publishes it only
+	// when done) nor keeps a re-created partition from its directory.
+	tomb := m.dir(tp) + tombMark + strconv.FormatInt(time.Now().UnixNano(), 10)
+	if err := lp.Retire(tomb); err != nil {
 		m.b.logger.Error("cannot delete partition log", "topic", tp.topic, "partition", tp.partition, "err", err)
+		return
 	}
+	m.removing.Go(func() {
+		if err := m.fs().RemoveAll(tomb); err != nil {
+			m.b.logger.Error("cannot delete partition log", "topic", tp.topic, "partition", tp.partition, "dir", tomb, "err", err)
+		}
+	})
+}
+
+// tombMark marks the name of a deleted partition's directory, renamed
+// before its removal: "~" is in no topic name, so it never parses as a
+// partition directory.
+const tombMark = "~deleted-"
+
+// fs is the file system the logs live on.
+func (m *partitionManager) fs() klog.FS {
+	if m.b.cfg.LogFS != nil {
+		return m.b.cfg.LogFS
+	}
+	return klog.OSFS{}
 }
 
 // all returns the open replicas.
@@ -495,8 +529,10 @@ func (m *partitionManager) maybeCompact(lp *localPartition, now time.Time) {
 	}
 }
 
-// closeAll closes every replica, flushing its log.
+// closeAll closes every replica, flushing its log, and waits for the
+// removal of deleted ones.
 func (m *partitionManager) closeAll() error {
+	defer m.removing.Wait()
 	m.fetchers.closeAll()
 	m.mu.Lock()
 	parts := m.parts

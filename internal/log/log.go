@@ -315,6 +315,27 @@ func (l *Log) Close() error {
 // Delete closes the log without writing checkpoints and removes its
 // directory.
 func (l *Log) Delete() error {
+	l.discard()
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return fmt.Errorf("log: delete %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// Retire closes the log without writing checkpoints and renames its
+// directory to tomb, for the caller to remove when it likes: removing a
+// large log takes time, and a partition re-created under the same name
+// needs the directory's name back at once (Kafka's "-delete" directories).
+func (l *Log) Retire(tomb string) error {
+	l.discard()
+	if err := l.fs.Rename(l.dir, tomb); err != nil {
+		return fmt.Errorf("log: retire %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// discard closes the log's files without flushing or checkpointing.
+func (l *Log) discard() {
 	l.compactStop.Store(true)
 	l.compactMu.Lock()
 	defer l.compactMu.Unlock()
@@ -331,10 +352,6 @@ func (l *Log) Delete() error {
 			s.closeFiles()
 		}
 	}
-	if err := l.fs.RemoveAll(l.dir); err != nil {
-		return fmt.Errorf("log: delete %s: %w", l.dir, err)
-	}
-	return nil
 }
 
 // maybeRollLocked starts a new active segment if the append of size bytes,

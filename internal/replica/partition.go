@@ -440,6 +440,22 @@ func (p *Partition) isClosed() bool {
 // Close stops the replica (its waiters are woken and fail with ErrClosed)
 // and closes the log. With remove, the log's directory is deleted.
 func (p *Partition) Close(remove bool) error {
+	return p.close(func() error {
+		if remove {
+			return p.log.Delete()
+		}
+		return p.log.Close()
+	})
+}
+
+// Retire stops the replica as Close does and renames the log's directory
+// to tomb (klog.Log.Retire), for the caller to remove.
+func (p *Partition) Retire(tomb string) error {
+	return p.close(func() error { return p.log.Retire(tomb) })
+}
+
+// close stops the replica once and then ends the log with end.
+func (p *Partition) close(end func() error) error {
 	p.followMu.Lock()
 	defer p.followMu.Unlock()
 	p.mu.Lock()
@@ -455,10 +471,7 @@ func (p *Partition) Close(remove bool) error {
 	// Wait out a checkpoint in progress; later ones see closed.
 	p.checkpointMu.Lock()
 	defer p.checkpointMu.Unlock()
-	if remove {
-		return p.log.Delete()
-	}
-	return p.log.Close()
+	return end()
 }
 
 // WaitLocal returns once the leader's own log holds every offset below end

@@ -1,0 +1,112 @@
+package test
+
+// A deleted partition's log is renamed at once and removed in the
+// background (issue 15): removing a large log must neither hold back the
+// broker's view (and with it every admin answer) nor keep a partition
+// re-created under the same name from its directory.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/broker"
+	klog "github.com/samsa-io/samsa/internal/log"
+)
+
+// blockedRemoveFS holds every RemoveAll until released.
+type blockedRemoveFS struct {
+	klog.OSFS
+	release chan struct{}
+	mu      sync.Mutex
+	removes []string
+}
+
+func (f *blockedRemoveFS) RemoveAll(name string) error {
+	f.mu.Lock()
+	f.removes = append(f.removes, name)
+	f.mu.Unlock()
+	<-f.release
+	return f.OSFS.RemoveAll(name)
+}
+
+func TestDeletedLogRemovedInBackground(t *testing.T) {
+	fsys := &blockedRemoveFS{release: make(chan struct{})}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(fsys.release)
+		}
+	}
+	defer release() // before the broker's Close, which waits for removals
+	b := StartBroker(t, func(c *broker.Config) { c.LogFS = fsys })
+	ctx := testContext(t, time.Minute)
+	cl := newKgoClient(t, b.Addr)
+	adm := kadm.NewClient(cl)
+	const topic = "deleted-in-background"
+	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("old")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+
+	// Deleted and created again while the old log's removal is held: both
+	// answer, and the new partition starts empty in its own directory.
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete while the removal is held: %v", err)
+	}
+	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup(topic, 0); o.Err != nil || o.Offset != 0 {
+		t.Fatalf("re-created topic's end offset %d (%v), want 0", o.Offset, o.Err)
+	}
+	logs := filepath.Join(b.Config.DataDir, "logs")
+	tombs := func() []string {
+		entries, err := os.ReadDir(logs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			if strings.Contains(e.Name(), "~") {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	if got := tombs(); len(got) != 1 || !strings.HasPrefix(got[0], topic+"-0~") {
+		t.Fatalf("retired directories %v, want the old %s-0's", got, topic)
+	}
+
+	release()
+	WaitFor(t, 30*time.Second, func() error {
+		if got := tombs(); len(got) > 0 {
+			return fmt.Errorf("retired directories still there: %v", got)
+		}
+		return nil
+	})
+
+	// A retired directory left by a crash goes at the next start.
+	left := filepath.Join(logs, topic+"-7~deleted-1")
+	if err := os.MkdirAll(left, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b = b.Restart(t)
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Fatalf("retired directory after a restart: %v", err)
+	}
+}
