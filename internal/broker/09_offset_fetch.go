@@ -1,8 +1,11 @@
 package broker
 
-// OffsetFetch (key 9), versions 1–7 (flexible from v6): one group per
-// request. Topics null (v2+) asks for every committed partition.
-// RequireStable (v7) changes nothing: there are no transactions, and no
+// OffsetFetch (key 9), versions 1–8 (flexible from v6). Up to v7 one group
+// per request; v8 (KIP-709) asks for several groups at once, each answered
+// as its own v7 request would be, with its error code per group (a group
+// this broker does not coordinate gets NOT_COORDINATOR while the others are
+// served). Topics null (v2+) asks for every committed partition.
+// RequireStable (v7+) changes nothing: there are no transactions, and no
 // offset is served before it is committed. The offsets are read as the
 // request arrives; unless they are known to be committed, the answer waits
 // for their commit (up to offsets.commit.timeout.ms, then
@@ -17,6 +20,46 @@ import (
 )
 
 func (b *Broker) handleOffsetFetch(ctx context.Context, req *protocol.Request) protocol.Response {
-	wait := b.groups.StartFetchOffsets(req.Body.(*kmsg.OffsetFetchRequest))
-	return protocol.Response{Later: func() kmsg.Response { return wait(ctx) }}
+	r := req.Body.(*kmsg.OffsetFetchRequest)
+	if r.Version < 8 {
+		wait := b.groups.StartFetchOffsets(r)
+		return protocol.Response{Later: func() kmsg.Response { return wait(ctx) }}
+	}
+	// Every group's offsets are read now, in request order, as separate
+	// requests would read them; the answer waits for all of them.
+	waits := make([]func(context.Context) *kmsg.OffsetFetchResponse, len(r.Groups))
+	for i, g := range r.Groups {
+		one := kmsg.NewPtrOffsetFetchRequest()
+		one.Version, one.Group, one.RequireStable = r.Version, g.Group, r.RequireStable
+		if g.Topics != nil {
+			one.Topics = make([]kmsg.OffsetFetchRequestTopic, 0, len(g.Topics))
+			for _, t := range g.Topics {
+				rt := kmsg.NewOffsetFetchRequestTopic()
+				rt.Topic, rt.Partitions = t.Topic, t.Partitions
+				one.Topics = append(one.Topics, rt)
+			}
+		}
+		waits[i] = b.groups.StartFetchOffsets(one)
+	}
+	return protocol.Response{Later: func() kmsg.Response {
+		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		for i, wait := range waits {
+			one := wait(ctx)
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = r.Groups[i].Group, one.ErrorCode
+			for _, t := range one.Topics {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch = p.Partition, p.Offset, p.LeaderEpoch
+					rp.Metadata, rp.ErrorCode = p.Metadata, p.ErrorCode
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp
+	}}
 }

@@ -26,7 +26,7 @@ func init() {
 		2:  {1, 7, (*Broker).handleListOffsets},
 		3:  {0, 12, (*Broker).handleMetadata},
 		8:  {2, 8, (*Broker).handleOffsetCommit},
-		9:  {1, 7, (*Broker).handleOffsetFetch},
+		9:  {1, 8, (*Broker).handleOffsetFetch},
 		10: {0, 4, (*Broker).handleFindCoordinator},
 		11: {0, 9, (*Broker).handleJoinGroup},
 		12: {0, 4, (*Broker).handleHeartbeat},
