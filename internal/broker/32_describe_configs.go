@@ -6,14 +6,17 @@ package broker
 // value and source (DYNAMIC_TOPIC_CONFIG for a topic override,
 // STATIC_BROKER_CONFIG for a broker default from server.properties,
 // DEFAULT_CONFIG otherwise); synonyms (v1+) list the chain; v3+ adds the
-// type and, on request, documentation. Brokers (type 4): this broker's
-// static settings, read-only. ConfigNames filters the result.
+// type and, on request, documentation. Brokers (type 4): every setting of
+// this broker (docs/config.md), read-only (they are static), with its type
+// and, on request, documentation. ConfigNames filters the result.
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -56,14 +59,18 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request)
 				rr.ErrorMessage = &msg
 				break
 			}
-			for _, kv := range b.brokerConfigs() {
-				if !wanted(kv[0]) {
+			for _, bc := range b.brokerConfigs() {
+				if !wanted(bc.name) {
 					continue
 				}
 				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				value := kv[1]
-				c.Name, c.Value, c.ReadOnly, c.Source = kv[0], &value, true, kmsg.ConfigSourceStaticBrokerConfig
-				c.ConfigType = kmsg.ConfigTypeString
+				value := bc.value
+				c.Name, c.Value, c.ReadOnly, c.Source = bc.name, &value, true, kmsg.ConfigSourceStaticBrokerConfig
+				c.ConfigType = bc.kind
+				if r.IncludeDocumentation {
+					doc := bc.doc
+					c.Documentation = &doc
+				}
 				rr.Configs = append(rr.Configs, c)
 			}
 		default:
@@ -117,30 +124,93 @@ func (b *Broker) describeTopicConfig(r *kmsg.DescribeConfigsRequest, v topicConf
 	return c
 }
 
-// brokerConfigs lists this broker's settings as (name, value) pairs.
-func (b *Broker) brokerConfigs() [][2]string {
+// brokerConfig is one broker setting as DescribeConfigs shows it.
+type brokerConfig struct {
+	name, value string
+	kind        kmsg.ConfigType
+	doc         string
+}
+
+// brokerConfigs lists this broker's settings (docs/config.md), sorted by
+// name, each with its type and documentation as Kafka's DescribeConfigs
+// gives them.
+func (b *Broker) brokerConfigs() []brokerConfig {
 	c := b.cfg
-	out := [][2]string{
-		{"node.id", strconv.Itoa(int(c.NodeID))},
-		{"listeners", strings.Join(c.Listeners, ",")},
-		{"advertised.listeners", strings.Join(c.AdvertisedListeners, ",")},
-		{"broker.rack", c.Rack},
-		{"log.dirs", c.DataDir},
-		{"auto.create.topics.enable", strconv.FormatBool(c.AutoCreateTopics)},
-		{"num.partitions", strconv.Itoa(int(c.NumPartitions))},
-		{"default.replication.factor", strconv.Itoa(int(c.DefaultReplicationFactor))},
-		{"socket.request.max.bytes", strconv.Itoa(int(c.SocketRequestMaxBytes))},
-		{"connections.max.idle.ms", strconv.FormatInt(c.ConnectionsMaxIdle.Milliseconds(), 10)},
-		{"max.connections", strconv.Itoa(c.MaxConnections)},
-		{"broker.session.timeout.ms", strconv.FormatInt(c.SessionTimeout.Milliseconds(), 10)},
-		{"log.retention.check.interval.ms", strconv.FormatInt(c.RetentionCheckInterval.Milliseconds(), 10)},
-		{"producer.id.expiration.ms", strconv.FormatInt(c.ProducerIDExpiration.Milliseconds(), 10)},
+	str := kmsg.ConfigTypeString
+	long, integer, boolean := kmsg.ConfigTypeLong, kmsg.ConfigTypeInt, kmsg.ConfigTypeBoolean
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	out := []brokerConfig{
+		{"node.id", i64(int64(c.NodeID)), integer, "The id of this broker."},
+		{"listeners", strings.Join(c.Listeners, ","), str, "The addresses the broker listens on (PLAINTEXT only)."},
+		{"advertised.listeners", strings.Join(c.AdvertisedListeners, ","), str, "The addresses the broker gives clients in Metadata."},
+		{"broker.rack", c.Rack, str, "The rack of this broker, used to spread a topic's replicas over racks."},
+		{"log.dirs", c.DataDir, str, "The directory of the partition logs and of the embedded etcd's data (exactly one)."},
+		{"metadata.etcd.endpoints", strings.Join(c.MetadataEndpoints, ","), str, "Client URLs of an external etcd holding the cluster's metadata; empty: an embedded etcd member."},
+		{"metadata.etcd.client.url", c.MetadataClientURL, str, "The client URL of the embedded etcd member."},
+		{"metadata.etcd.peer.url", c.MetadataPeerURL, str, "The peer URL of the embedded etcd member."},
+		{"metadata.etcd.initial.cluster", c.MetadataInitialCluster, str, "The members of a multi-member embedded etcd cluster (samsa-<id>=<peer url>,...)."},
+		{"cluster.name", c.ClusterName, str, "The prefix of the cluster's keys in etcd."},
+		{"broker.session.timeout.ms", ms(c.SessionTimeout), integer, "How long a broker that stopped renewing its etcd lease stays registered."},
+		{"auto.create.topics.enable", strconv.FormatBool(c.AutoCreateTopics), boolean, "Whether Metadata and Produce requests for an unknown topic create it."},
+		{"num.partitions", i64(int64(c.NumPartitions)), integer, "The number of partitions of a topic created without a number."},
+		{"default.replication.factor", i64(int64(c.DefaultReplicationFactor)), integer, "The replication factor of a topic created without one."},
+		{"socket.request.max.bytes", i64(int64(c.SocketRequestMaxBytes)), integer, "The largest request the broker reads."},
+		{"connections.max.idle.ms", ms(c.ConnectionsMaxIdle), long, "How long an idle connection stays open."},
+		{"max.connections", i64(int64(c.MaxConnections)), integer, "The most connections the broker accepts."},
+		{"max.connections.per.ip", i64(int64(c.MaxConnectionsPerIP)), integer, "The most connections the broker accepts from one IP address."},
+		{"max.connections.per.ip.overrides", connectionOverrides(c.MaxConnectionsPerIPOverrides), str, "Per-host exceptions to max.connections.per.ip (host:count,...)."},
+		{"fetch.max.bytes", i64(int64(c.FetchMaxBytes)), integer, "The most record bytes in a consumer's fetch response."},
+		{"replica.fetch.response.max.bytes", i64(int64(c.ReplicaFetchResponseMaxBytes)), integer, "The most record bytes in a follower's fetch response."},
+		{"queued.max.request.bytes", i64(c.QueuedMaxRequestBytes), long, "The memory budget of the request path, server-wide; -1: unlimited."},
+		{"queued.max.connection.bytes", i64(c.QueuedMaxConnectionBytes), long, "The request and response bytes one connection may hold before it is no longer read from; -1: unlimited."},
+		{"auto.leader.rebalance.enable", strconv.FormatBool(c.AutoLeaderRebalance), boolean, "Whether leadership moves back to preferred replicas by itself."},
+		{"leader.imbalance.check.interval.seconds", i64(int64(c.LeaderImbalanceCheckInterval / time.Second)), long, "How often the controller checks leader imbalance."},
+		{"leader.imbalance.per.broker.percentage", i64(int64(c.LeaderImbalancePercent)), integer, "The share of a broker's partitions led elsewhere that starts a preferred election."},
+		{"log.cleaner.backoff.ms", ms(c.CleanerBackoff), long, "The least time between two compactions of a compacted partition."},
+		{"log.retention.check.interval.ms", ms(c.RetentionCheckInterval), long, "How often retention is applied."},
+		{"producer.id.expiration.ms", ms(c.ProducerIDExpiration), integer, "How long a producer id's state is kept after its last write."},
+		{"replica.lag.time.max.ms", ms(c.ReplicaLagTimeMax), long, "How long a follower may stay behind before it leaves the ISR."},
+		{"replica.fetch.max.bytes", i64(int64(c.ReplicaFetchMaxBytes)), integer, "The most bytes per partition in a follower's fetch."},
+		{"replica.fetch.wait.max.ms", ms(c.ReplicaFetchWaitMax), integer, "How long a leader parks a follower's fetch."},
+		{"replica.high.watermark.checkpoint.interval.ms", ms(c.HighWatermarkCheckpointInterval), long, "How often high watermarks are written to disk."},
+		{"offsets.topic.num.partitions", i64(int64(c.Groups.Partitions)), integer, "The number of partitions of __consumer_offsets."},
+		{"offsets.topic.replication.factor", i64(int64(c.OffsetsTopicReplicationFactor)), integer, "The replication factor of __consumer_offsets (capped at the live brokers)."},
+		{"group.min.session.timeout.ms", ms(c.Groups.MinSessionTimeout), integer, "The smallest session timeout a group member may ask for."},
+		{"group.max.session.timeout.ms", ms(c.Groups.MaxSessionTimeout), integer, "The largest session timeout a group member may ask for."},
+		{"group.initial.rebalance.delay.ms", ms(c.Groups.InitialRebalanceDelay), integer, "How long the first rebalance of an empty group waits for more members."},
+		{"offsets.retention.minutes", i64(int64(c.Groups.OffsetsRetention / time.Minute)), integer, "How long an empty group's offsets are kept."},
+		{"offset.metadata.max.bytes", i64(int64(c.Groups.MaxMetadataBytes)), integer, "The largest metadata string of a committed offset."},
+		{"offsets.commit.timeout.ms", ms(c.Groups.CommitTimeout), integer, "How long a group write may wait to be committed."},
 	}
 	for _, v := range effectiveTopicConfigs(nil, c.TopicDefaults) {
-		if v.def.broker != "" {
-			out = append(out, [2]string{v.def.broker, v.value})
+		if v.def.broker == "" {
+			continue
 		}
+		kind := str
+		switch v.def.kind {
+		case kindLong:
+			kind = long
+		case kindInt:
+			kind = integer
+		case kindBool:
+			kind = boolean
+		}
+		doc := "The default of the topic config " + v.def.name + " for topics that do not set it."
+		if v.def.doc != "" {
+			doc += " " + v.def.doc
+		}
+		out = append(out, brokerConfig{v.def.broker, v.value, kind, doc})
 	}
-	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	slices.SortFunc(out, func(a, b brokerConfig) int { return strings.Compare(a.name, b.name) })
 	return out
+}
+
+// connectionOverrides formats max.connections.per.ip.overrides as it is set.
+func connectionOverrides(m map[string]int) string {
+	var parts []string
+	for _, host := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, host+":"+strconv.Itoa(m[host]))
+	}
+	return strings.Join(parts, ",")
 }
