@@ -110,3 +110,35 @@ func TestDeletedLogRemovedInBackground(t *testing.T) {
 		t.Fatalf("retired directory after a restart: %v", err)
 	}
 }
+
+// A topic with a name near Kafka's limit (249) still loses its records
+// when deleted: the retired directory's name must fit the file system's
+// 255 bytes, or a re-created topic would find the old log.
+func TestDeletedLongNameNotRevived(t *testing.T) {
+	b := StartBroker(t)
+	ctx := testContext(t, time.Minute)
+	cl := newKgoClient(t, b.Addr)
+	adm := kadm.NewClient(cl)
+	topic := strings.Repeat("x", 240)
+	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
+	for range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("old")}).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup(topic, 0); o.Err != nil || o.Offset != 0 {
+		t.Fatalf("re-created topic's end offset %d (%v), want 0: the deleted records came back", o.Offset, o.Err)
+	}
+}

@@ -66,6 +66,8 @@ type partitionManager struct {
 	// removing counts the retired logs still being removed (remove);
 	// closeAll waits for them.
 	removing sync.WaitGroup
+	// tombSeq numbers the tombs (tomb).
+	tombSeq atomic.Uint64
 }
 
 func newPartitionManager(b *Broker) *partitionManager {
@@ -114,9 +116,7 @@ func (m *partitionManager) openExisting(s *coord.Snapshot) error {
 		}
 		if strings.Contains(e.Name(), tombMark) {
 			// Deleted, its removal cut short by a stop or a crash.
-			if err := m.fs().RemoveAll(filepath.Join(m.b.cfg.logDir(), e.Name())); err != nil {
-				return fmt.Errorf("broker: delete retired log: %w", err)
-			}
+			m.removeLater(filepath.Join(m.b.cfg.logDir(), e.Name()))
 			continue
 		}
 		tp, ok := parseDirName(e.Name())
@@ -329,6 +329,14 @@ func (m *partitionManager) logConfig(s topicSettings) klog.Config {
 
 func (m *partitionManager) open(tp topicPartition, id meta.TopicID, settings topicSettings) (*localPartition, error) {
 	dir := m.dir(tp)
+	if old := readTopicID(dir); !old.IsZero() && old != id {
+		// Another incarnation's log, whose removal failed: never serve
+		// its records as this one's.
+		m.b.logger.Warn("removing the log of a deleted incarnation", "topic", tp.topic, "partition", tp.partition, "id", old)
+		if err := m.fs().RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -367,22 +375,49 @@ func (m *partitionManager) remove(tp topicPartition, lp *localPartition) {
 	// The directory is renamed at once and removed in the background, so
 	// a large log neither delays the view (reconcile publishes it only
 	// when done) nor keeps a re-created partition from its directory.
-	tomb := m.dir(tp) + tombMark + strconv.FormatInt(time.Now().UnixNano(), 10)
+	tomb := m.tomb(tp)
 	if err := lp.Retire(tomb); err != nil {
-		m.b.logger.Error("cannot delete partition log", "topic", tp.topic, "partition", tp.partition, "err", err)
+		// Closed, not renamed: remove it here, so that a re-created
+		// partition never finds the old records in its directory.
+		m.b.logger.Warn("cannot rename a deleted partition's log; removing it in place", "topic", tp.topic, "partition", tp.partition, "err", err)
+		if err := m.fs().RemoveAll(m.dir(tp)); err != nil {
+			m.b.logger.Error("cannot delete partition log", "topic", tp.topic, "partition", tp.partition, "err", err)
+		}
 		return
 	}
-	m.removing.Go(func() {
-		if err := m.fs().RemoveAll(tomb); err != nil {
-			m.b.logger.Error("cannot delete partition log", "topic", tp.topic, "partition", tp.partition, "dir", tomb, "err", err)
-		}
-	})
+	m.removeLater(tomb)
 }
+
+// removeWait bounds how long Close waits for deleted logs to be removed.
+const removeWait = 10 * time.Second
 
 // tombMark marks the name of a deleted partition's directory, renamed
 // before its removal: "~" is in no topic name, so it never parses as a
 // partition directory.
 const tombMark = "~deleted-"
+
+// tombNameMax bounds the partition directory's share of a tomb's name, so
+// the name stays within the file system's 255 bytes whatever the topic's
+// (249 characters at most); the time and sequence number keep it unique.
+const tombNameMax = 200
+
+// tomb is the name a deleted partition's directory is renamed to.
+func (m *partitionManager) tomb(tp topicPartition) string {
+	base := filepath.Base(m.dir(tp))
+	if len(base) > tombNameMax {
+		base = base[:tombNameMax]
+	}
+	return filepath.Join(m.b.cfg.logDir(), base+tombMark+strconv.FormatInt(time.Now().UnixNano(), 10)+"-"+strconv.FormatUint(m.tombSeq.Add(1), 10))
+}
+
+// removeLater removes a retired directory in the background.
+func (m *partitionManager) removeLater(dir string) {
+	m.removing.Go(func() {
+		if err := m.fs().RemoveAll(dir); err != nil {
+			m.b.logger.Error("cannot delete a deleted partition's log", "dir", dir, "err", err)
+		}
+	})
+}
 
 // fs is the file system the logs live on.
 func (m *partitionManager) fs() klog.FS {
@@ -529,10 +564,21 @@ func (m *partitionManager) maybeCompact(lp *localPartition, now time.Time) {
 	}
 }
 
-// closeAll closes every replica, flushing its log, and waits for the
-// removal of deleted ones.
+// closeAll closes every replica, flushing its log, and waits up to
+// removeWait for the removal of deleted ones (what is left goes at the next
+// start).
 func (m *partitionManager) closeAll() error {
-	defer m.removing.Wait()
+	defer func() {
+		done := make(chan struct{})
+		go func() { m.removing.Wait(); close(done) }()
+		t := time.NewTimer(removeWait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			m.b.logger.Warn("stopping before every deleted partition's log is removed; the rest goes at the next start")
+		}
+	}()
 	m.fetchers.closeAll()
 	m.mu.Lock()
 	parts := m.parts
