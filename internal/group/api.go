@@ -95,7 +95,7 @@ func (c *Coordinator) StartJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 		if old, ok := g.static[instance]; ok {
 			om := g.members[old]
 			wasLeader := old == g.leader
-			if om != nil && g.state == stateStable && req.ProtocolType == g.protocolType && hasProtocol(protocols, g.protocol) && (!wasLeader || req.Version >= 9) {
+			if om != nil && g.state == stateStable && req.ProtocolType == g.protocolType && hasProtocol(protocols, g.protocol) {
 				// Still supports the group's protocol: no rebalance, as
 				// in Kafka (its metadata may differ: a restarted
 				// cooperative consumer owns nothing yet). The returning
@@ -103,7 +103,9 @@ func (c *Coordinator) StartJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 				// SyncGroup, its old assignment. A returning leader is
 				// told it leads, with the members, but that the
 				// assignment stands (KIP-814's SkipAssignment, v9);
-				// before v9 it could not know, so it rebalances.
+				// before v9 it is told the id it replaced leads, so
+				// that it does not assign (Kafka's
+				// GroupCoordinator.updateStaticMemberAndRebalance).
 				om.answerJoin(joinResult{code: kerr.FencedInstanceID.Code, memberID: old, generation: -1})
 				om.answerSync(syncResult{code: kerr.FencedInstanceID.Code})
 				w, code := c.replaceStaticLocked(sh, g, om, id, clientID, clientHost, session, rebalance, protocols, now)
@@ -111,11 +113,14 @@ func (c *Coordinator) StartJoin(req *kmsg.JoinGroupRequest, clientID, clientHost
 					c.mu.Unlock()
 					return fail(groupWriteCode(code))
 				}
-				if wasLeader {
-					resp.SkipAssignment, resp.Members = true, g.joinMembers()
-				}
 				resp.Generation, resp.Protocol, resp.ProtocolType = g.generation, kmsg.StringPtr(g.protocol), kmsg.StringPtr(g.protocolType)
 				resp.LeaderID, resp.MemberID = g.leader, id
+				switch {
+				case wasLeader && req.Version >= 9:
+					resp.SkipAssignment, resp.Members = true, g.joinMembers()
+				case wasLeader:
+					resp.LeaderID = old
+				}
 				c.mu.Unlock()
 				return func(ctx context.Context) *kmsg.JoinGroupResponse {
 					if code := await(ctx, w); code != 0 {
