@@ -250,8 +250,9 @@ func (b *Broker) start(ctx context.Context) error {
 	}()
 
 	// Serve once the view (what clients are answered from) shows this
-	// broker registered, so its first Metadata answers name it.
-	if err := b.waitApplied(ctx); err != nil {
+	// broker registered, so its first Metadata answers name it. The
+	// registration is the liveness client's write.
+	if err := b.waitOwnRegistration(ctx); err != nil {
 		return fmt.Errorf("broker: apply own registration: %w", err)
 	}
 	b.server = protocol.NewServer(b.cfg.protocolConfig(b.logger), b)
@@ -268,6 +269,20 @@ func (b *Broker) start(ctx context.Context) error {
 	b.logger.Info("broker started", "cluster", b.clusterID, "listeners", b.Addrs(),
 		"advertised", net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))))
 	return nil
+}
+
+// startViewTimeout bounds how long Start waits for its view to show its
+// own registration.
+const startViewTimeout = 30 * time.Second
+
+func (b *Broker) waitOwnRegistration(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startViewTimeout)
+	defer cancel()
+	rev := max(b.client.LastRevision(), b.liveness.LastRevision())
+	if err := b.cache.WaitRevision(ctx, rev); err != nil {
+		return err
+	}
+	return b.partitions.waitReconciled(ctx, rev)
 }
 
 // registerRetryWindow is how long past the session timeout register keeps
