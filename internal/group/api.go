@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -304,8 +305,13 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
+// anyGeneration tells memberLocked not to check the generation.
+const anyGeneration = math.MinInt32
+
 // memberLocked finds a group member for a request, checking its
-// instance id, and the request's generation if gen >= 0.
+// instance id, and the request's generation unless gen is anyGeneration:
+// as Kafka's ClassicGroup, a member's request carrying another generation,
+// -1 included, is ILLEGAL_GENERATION.
 func memberLocked(g *group, memberID string, instance *string, gen int32) (*member, int16) {
 	if g == nil {
 		return nil, kerr.UnknownMemberID.Code
@@ -319,7 +325,7 @@ func memberLocked(g *group, memberID string, instance *string, gen int32) (*memb
 	if m == nil {
 		return nil, kerr.UnknownMemberID.Code
 	}
-	if gen >= 0 && gen != g.generation {
+	if gen != anyGeneration && gen != g.generation {
 		return m, kerr.IllegalGeneration.Code
 	}
 	return m, 0
@@ -459,7 +465,7 @@ func (c *Coordinator) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 		if lm.InstanceID != nil && id == "" && g != nil {
 			id = g.static[*lm.InstanceID]
 		}
-		_, mcode := memberLocked(g, id, lm.InstanceID, -1)
+		_, mcode := memberLocked(g, id, lm.InstanceID, anyGeneration)
 		if mcode == 0 {
 			g.removeMember(id)
 			left = true

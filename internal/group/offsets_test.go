@@ -115,9 +115,11 @@ func TestOffsetCommitMembers(t *testing.T) {
 	wantAll(t, "commit of a member", h.commit(commitReq("g", follower.MemberID, gen, 8, tp)), 0)
 	wantAll(t, "commit of another generation", h.commit(commitReq("g", follower.MemberID, gen-1, 8, tp)), kerr.IllegalGeneration.Code)
 	wantAll(t, "commit of an unknown member", h.commit(commitReq("g", "nobody", gen, 8, tp)), kerr.UnknownMemberID.Code)
-	if codes := h.commit(commitReq("g", "", -1, 8, tp)); codes["t/0"] == 0 {
-		t.Fatal("a simple commit to a group with members was accepted")
-	}
+	wantAll(t, "simple commit to a group with members", h.commit(commitReq("g", "", -1, 8, tp)), kerr.UnknownMemberID.Code)
+	// A member's commit with generation -1 is of another generation
+	// (ClassicGroup.validateOffsetCommit); so are its heartbeat and sync.
+	wantAll(t, "member's commit with generation -1", h.commit(commitReq("g", follower.MemberID, -1, 8, tp)), kerr.IllegalGeneration.Code)
+	wantCode(t, "member's heartbeat with generation -1", heartbeat(h, "g", follower.MemberID, -1), kerr.IllegalGeneration.Code)
 	static := commitReq("g", follower.MemberID, gen, 8, tp)
 	static.InstanceID = kmsg.StringPtr("someone-else")
 	wantAll(t, "commit with an instance id of a dynamic member", h.commit(static), 0)
