@@ -332,6 +332,8 @@ func TestErrorCodes(t *testing.T) {
 	)
 	// DeleteTopics (20): ControllerApis.deleteTopics.
 	both := deleteTopicsReq(unknownTopic, [16]byte{9, 9, 9})
+	bothThenName := deleteTopicsReq(unknownTopic, [16]byte{9, 9, 9})
+	bothThenName.Topics = append(bothThenName.Topics, deleteTopicsReq(unknownTopic, [16]byte{}).Topics[0])
 	dupDelete := deleteTopicsReq(unknownTopic, [16]byte{})
 	dupDelete.Topics = append(dupDelete.Topics, dupDelete.Topics[0])
 	add(
@@ -341,6 +343,16 @@ func TestErrorCodes(t *testing.T) {
 		errCase{name: "delete topics v6: neither name nor id", to: addr[follower], req: deleteTopicsReq("", [16]byte{}), want: kerr.InvalidRequest.Code},
 		errCase{name: "delete topics v6: both name and id", to: addr[follower], req: both, want: kerr.InvalidRequest.Code},
 		errCase{name: "delete topics: the same name twice", to: addr[follower], req: dupDelete, want: kerr.InvalidRequest.Code},
+		// Only entries naming a topic one way count as duplicates: the
+		// second entry is an ordinary delete of the name.
+		errCase{name: "delete topics v6: both, then the same name alone", to: addr[follower], req: bothThenName, want: kerr.InvalidRequest.Code,
+			check: func(resp kmsg.Response) error {
+				ts := resp.(*kmsg.DeleteTopicsResponse).Topics
+				if len(ts) != 2 || ts[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+					return fmt.Errorf("topics %+v, want the second UNKNOWN_TOPIC_OR_PARTITION", ts)
+				}
+				return nil
+			}},
 	)
 	// InitProducerId (22). TransactionCoordinator.handleInitProducerId:
 	// an empty transactional id is INVALID_REQUEST; KafkaApis.

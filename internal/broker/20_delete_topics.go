@@ -50,10 +50,10 @@ func (b *Broker) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) 
 	// than once, is INVALID_REQUEST.
 	names, ids := map[string]int{}, map[meta.TopicID]int{}
 	for _, t := range targets {
-		if t.name != nil {
+		switch {
+		case t.name != nil && t.id.IsZero():
 			names[*t.name]++
-		}
-		if !t.id.IsZero() {
+		case t.name == nil && !t.id.IsZero():
 			ids[t.id]++
 		}
 	}

@@ -82,7 +82,13 @@ func (b *Broker) electLeaders(ctx context.Context, r *kmsg.ElectLeadersRequest, 
 		if err == nil {
 			return fwd
 		}
-		topErr = fmt.Errorf("%w (forwarding to the controller: %v)", topErr, err)
+		if ctx.Err() != nil {
+			// The controller may have run the election: Kafka's answer
+			// to a forward that does not come back in time.
+			topErr = fmt.Errorf("forwarding to the controller: %w", ctx.Err())
+		} else {
+			topErr = fmt.Errorf("%w (forwarding to the controller: %v)", topErr, err)
+		}
 	}
 	if topErr != nil && r.Version >= 1 {
 		resp.ErrorCode = errorCode(topErr)

@@ -13,8 +13,8 @@ package broker
 //
 // The broker that made the change asks the others with the Metadata request
 // a client would send, over a short-lived client per broker. It stops
-// waiting for a broker that leaves the cluster or is shutting down, and for
-// one it cannot ask twice in a row (connection refused, no answer within
+// waiting for a broker that leaves the cluster, and for one it cannot ask
+// twice in a row (connection refused, no answer within
 // servedAskTimeout): no client reaches that broker either, so none can read
 // its old view (a killed broker stays registered until its session
 // expires). It stops waiting for a topic that its own view shows deleted
@@ -108,7 +108,7 @@ func (b *Broker) waitServed(ctx context.Context, topics []servedTopic) error {
 		var pending []int32
 		var addrs []string
 		for _, id := range liveBrokers(s) {
-			if addr, ok := brokerAddr(s, id); ok && !served[id] && !s.Brokers[id].ShuttingDown {
+			if addr, ok := brokerAddr(s, id); ok && !served[id] {
 				pending, addrs = append(pending, id), append(addrs, addr)
 			}
 		}
