@@ -6,6 +6,7 @@ package test
 // re-created under the same name from its directory.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/broker"
 	klog "github.com/samsa-io/samsa/internal/log"
@@ -105,10 +107,13 @@ func TestDeletedLogRemovedInBackground(t *testing.T) {
 	if err := os.MkdirAll(left, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b = b.Restart(t)
-	if _, err := os.Stat(left); !os.IsNotExist(err) {
-		t.Fatalf("retired directory after a restart: %v", err)
-	}
+	b.Restart(t)
+	WaitFor(t, 30*time.Second, func() error {
+		if _, err := os.Stat(left); !os.IsNotExist(err) {
+			return fmt.Errorf("retired directory after a restart: %v", err)
+		}
+		return nil
+	})
 }
 
 // A topic with a name near Kafka's limit (249) still loses its records
@@ -140,5 +145,69 @@ func TestDeletedLongNameNotRevived(t *testing.T) {
 	}
 	if o, _ := ends.Lookup(topic, 0); o.Err != nil || o.Offset != 0 {
 		t.Fatalf("re-created topic's end offset %d (%v), want 0: the deleted records came back", o.Offset, o.Err)
+	}
+}
+
+// halfRemoveFS fails every rename to a retired name, and every RemoveAll
+// of a partition directory after removing only its partition.metadata.
+type halfRemoveFS struct {
+	klog.OSFS
+}
+
+func (halfRemoveFS) Rename(oldpath, newpath string) error {
+	if strings.Contains(newpath, "~") {
+		return errors.New("injected rename failure")
+	}
+	return klog.OSFS{}.Rename(oldpath, newpath)
+}
+
+func (halfRemoveFS) RemoveAll(name string) error {
+	if err := os.Remove(filepath.Join(name, "partition.metadata")); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return errors.New("injected removal failure")
+}
+
+// A deleted partition whose log could neither be renamed nor fully removed
+// (its partition.metadata went first) must not lend its records to the
+// topic re-created under its name.
+func TestDeletedHalfRemovedNotRevived(t *testing.T) {
+	b := StartBroker(t, func(c *broker.Config) { c.LogFS = halfRemoveFS{} })
+	ctx := testContext(t, time.Minute)
+	cl := newKgoClient(t, b.Addr)
+	adm := kadm.NewClient(cl)
+	const topic = "half-removed"
+	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
+	for range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("old")}).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+	}
+	resp, err := adm.DeleteTopics(ctx, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	// The re-created partition cannot open while the old log cannot be
+	// removed; it must not serve the old records either.
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatalf("create again: %v", err)
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Timestamp, rp.CurrentLeaderEpoch = -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	raw, err := cl.Broker(1).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := raw.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
+	if p.ErrorCode == 0 && p.Offset != 0 {
+		t.Fatalf("re-created topic's end offset %d, want 0 (or not served): the deleted records came back", p.Offset)
 	}
 }

@@ -82,7 +82,7 @@ func (b *Broker) electLeaders(ctx context.Context, r *kmsg.ElectLeadersRequest, 
 		if err == nil {
 			return fwd
 		}
-		if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			// The controller may have run the election: Kafka's answer
 			// to a forward that does not come back in time.
 			topErr = fmt.Errorf("forwarding to the controller: %w", ctx.Err())

@@ -155,12 +155,44 @@ func readTopicID(dir string) meta.TopicID {
 	return id
 }
 
+// writeTopicID records the incarnation durably (file, rename, directory):
+// a start that found it missing or empty would take the directory for a
+// deleted incarnation's and remove the log with it.
 func writeTopicID(dir string, id meta.TopicID) error {
 	tmp := filepath.Join(dir, partitionMetadataFile+".tmp")
-	if err := os.WriteFile(tmp, []byte("version: 0\ntopic_id: "+id.String()+"\n"), 0o644); err != nil {
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(dir, partitionMetadataFile))
+	_, err = f.WriteString("version: 0\ntopic_id: " + id.String() + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, partitionMetadataFile)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// holdsLog reports whether a partition directory holds more than its
+// partition.metadata (and that file's temporary).
+func holdsLog(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if n := e.Name(); n != partitionMetadataFile && n != partitionMetadataFile+".tmp" {
+			return true
+		}
+	}
+	return false
 }
 
 // run reconciles the local replicas with the cluster metadata every time the
@@ -329,9 +361,11 @@ func (m *partitionManager) logConfig(s topicSettings) klog.Config {
 
 func (m *partitionManager) open(tp topicPartition, id meta.TopicID, settings topicSettings) (*localPartition, error) {
 	dir := m.dir(tp)
-	if old := readTopicID(dir); !old.IsZero() && old != id {
-		// Another incarnation's log, whose removal failed: never serve
-		// its records as this one's.
+	if old := readTopicID(dir); old != id && holdsLog(dir) {
+		// Another incarnation's log, whose removal failed (perhaps
+		// halfway, its partition.metadata gone first): never serve its
+		// records as this one's. A directory this incarnation made has
+		// its id before any segment.
 		m.b.logger.Warn("removing the log of a deleted incarnation", "topic", tp.topic, "partition", tp.partition, "id", old)
 		if err := m.fs().RemoveAll(dir); err != nil {
 			return nil, err
