@@ -6,6 +6,7 @@ package test
 // re-created under the same name from its directory.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -54,28 +55,10 @@ func TestDeletedLogRemovedInBackground(t *testing.T) {
 	cl := newKgoClient(t, b.Addr)
 	adm := kadm.NewClient(cl)
 	const topic = "deleted-in-background"
-	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("old")}).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-
 	// Deleted and created again while the old log's removal is held: both
 	// answer, and the new partition starts empty in its own directory.
-	resp, err := adm.DeleteTopics(ctx, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("delete while the removal is held: %v", err)
-	}
-	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, _ := ends.Lookup(topic, 0); o.Err != nil || o.Offset != 0 {
-		t.Fatalf("re-created topic's end offset %d (%v), want 0", o.Offset, o.Err)
-	}
+	createFillDelete(ctx, t, b.Addr, cl, adm, topic, 1)
+	recreatedEmpty(ctx, t, b.Addr, adm, topic)
 	logs := filepath.Join(b.Config.DataDir, "logs")
 	tombs := func() []string {
 		entries, err := os.ReadDir(logs)
@@ -125,8 +108,16 @@ func TestDeletedLongNameNotRevived(t *testing.T) {
 	cl := newKgoClient(t, b.Addr)
 	adm := kadm.NewClient(cl)
 	topic := strings.Repeat("x", 240)
-	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
-	for range 3 {
+	createFillDelete(ctx, t, b.Addr, cl, adm, topic, 3)
+	recreatedEmpty(ctx, t, b.Addr, adm, topic)
+}
+
+// createFillDelete creates a topic of one partition, writes n records and
+// deletes it.
+func createFillDelete(ctx context.Context, t *testing.T, addr string, cl *kgo.Client, adm *kadm.Client, topic string, n int) {
+	t.Helper()
+	e2eCreateTopic(ctx, t, addr, topic, 1, nil)
+	for range n {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("old")}).FirstErr(); err != nil {
 			t.Fatalf("produce: %v", err)
 		}
@@ -138,7 +129,12 @@ func TestDeletedLongNameNotRevived(t *testing.T) {
 	if err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
+}
+
+// recreatedEmpty creates the topic again and checks that it starts empty.
+func recreatedEmpty(ctx context.Context, t *testing.T, addr string, adm *kadm.Client, topic string) {
+	t.Helper()
+	e2eCreateTopic(ctx, t, addr, topic, 1, nil)
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -177,19 +173,7 @@ func TestDeletedHalfRemovedNotRevived(t *testing.T) {
 	cl := newKgoClient(t, b.Addr)
 	adm := kadm.NewClient(cl)
 	const topic = "half-removed"
-	e2eCreateTopic(ctx, t, b.Addr, topic, 1, nil)
-	for range 3 {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("old")}).FirstErr(); err != nil {
-			t.Fatalf("produce: %v", err)
-		}
-	}
-	resp, err := adm.DeleteTopics(ctx, topic)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("delete: %v", err)
-	}
+	createFillDelete(ctx, t, b.Addr, cl, adm, topic, 3)
 	// The re-created partition cannot open while the old log cannot be
 	// removed; it must not serve the old records either.
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
