@@ -7,7 +7,8 @@
 #
 #   test/compat/kafka-go.sh [go test flags, e.g. -run TestClient]
 #
-# Needs port 9092 free. Takes about 10 minutes; not part of `go test ./...`.
+# Needs port 9092 free (the embedded etcd takes free ports). Takes about 5
+# minutes; not part of `go test ./...`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$(pwd)
@@ -30,6 +31,8 @@ chmod -R u+w "$work/kafka-go"
 
 go build -o "$work/samsa" ./cmd/samsa
 "$work/samsa" server --data-dir "$work/data" \
+	--override metadata.etcd.client.url=http://127.0.0.1:0 \
+	--override metadata.etcd.peer.url=http://127.0.0.1:0 \
 	--override auto.create.topics.enable=true --override num.partitions=1 \
 	>"$work/broker.log" 2>&1 &
 broker_pid=$!
