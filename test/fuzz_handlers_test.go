@@ -169,7 +169,7 @@ var fuzzTopics = []fuzzTopicSpec{
 // is a seed for each of these keys and versions. startFuzzEnv fails if
 // the broker's table differs, so that a new key or version gets seeds.
 var fuzzServedVersions = map[int16][2]int16{
-	0: {3, 9}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {2, 8}, 9: {1, 7},
+	0: {3, 9}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {2, 8}, 9: {1, 8},
 	10: {0, 4}, 11: {0, 9}, 12: {0, 4}, 13: {0, 4}, 14: {0, 5}, 15: {0, 5},
 	16: {0, 4}, 18: {0, 3}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 23: {2, 4},
 	32: {1, 4}, 33: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
@@ -1059,13 +1059,25 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 		return out
 	case 9:
 		r := kmsg.NewPtrOffsetFetchRequest()
+		r.RequireStable = v >= 7
+		if v >= 8 {
+			// Several groups per request: one with topics, one with all.
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group = fuzzGroup
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic, gt.Partitions = "fuzz", []int32{0, 1, 9}
+			g.Topics = append(g.Topics, gt)
+			all := kmsg.NewOffsetFetchRequestGroup()
+			all.Group = "other"
+			r.Groups = append(r.Groups, g, all)
+			return []kmsg.Request{set(r)}
+		}
 		r.Group = fuzzGroup
 		if v < 2 || v%2 == 1 {
 			t := kmsg.NewOffsetFetchRequestTopic()
 			t.Topic, t.Partitions = "fuzz", []int32{0, 1, 9}
 			r.Topics = append(r.Topics, t)
 		}
-		r.RequireStable = v >= 7
 		return []kmsg.Request{set(r)}
 	case 10:
 		r := kmsg.NewPtrFindCoordinatorRequest()
