@@ -12,32 +12,15 @@
 # The suite skips its KIP-848 and share-group tests by itself when
 # ApiVersions lacks ConsumerGroupHeartbeat v1 / ShareFetch v2; transactions
 # (TestTxnEtl, which has no such switch) are left out with -skip until
-# issue 13. Takes about 10 minutes; not part of `go test ./...`.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-repo=$(pwd)
+# issue 13. Takes about 2 minutes; not part of `go test ./...`.
+source "$(dirname "$0")/lib.sh"
 port=${SAMSA_COMPAT_PORT:-19192}
-work=$(mktemp -d)
-broker_pid=""
-cleanup() {
-	if [ -n "$broker_pid" ]; then
-		kill "$broker_pid" 2>/dev/null || true
-		wait "$broker_pid" 2>/dev/null || true
-	fi
-	chmod -R u+w "$work" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
 
-if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+if compat_port_in_use "$port"; then
 	echo "port $port is in use; set SAMSA_COMPAT_PORT" >&2
 	exit 1
 fi
-
-version=$(go list -m -f '{{.Version}}' github.com/twmb/franz-go)
-src=$(go mod download -json "github.com/twmb/franz-go@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-cp -r "$src" "$work/franz-go"
-chmod -R u+w "$work/franz-go"
+compat_module github.com/twmb/franz-go franz-go
 
 go build -o "$work/samsa" ./cmd/samsa
 "$work/samsa" server --data-dir "$work/data" \
@@ -45,12 +28,8 @@ go build -o "$work/samsa" ./cmd/samsa
 	--override metadata.etcd.client.url=http://127.0.0.1:0 \
 	--override metadata.etcd.peer.url=http://127.0.0.1:0 \
 	>"$work/broker.log" 2>&1 &
-broker_pid=$!
-for _ in $(seq 300); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-	kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log"; exit 1; }
-	sleep 0.1
-done
+pids+=($!)
+compat_wait_port "$port" "${pids[-1]}" "$work/broker.log"
 
 # TestTxnEtl: transactions (issue 13). The suite's other broker-dependent
 # tests of unimplemented features skip themselves (see above).
@@ -61,11 +40,6 @@ KGO_SEEDS="127.0.0.1:$port" KGO_TEST_RF=1 \
 	go test -count=1 -timeout 25m -v -skip "$skip" "$@" . >"$work/out.txt" 2>&1 || status=$?
 cp "$work/out.txt" "$repo/test/compat/franz-go.out" 2>/dev/null || true
 cp "$work/broker.log" "$repo/test/compat/franz-go-broker.out" 2>/dev/null || true
-echo "franz-go $version pkg/kgo against samsa: top-level tests"
-grep -E '^--- (PASS|FAIL|SKIP)' "$work/out.txt" | awk '{print $2}' | sort | uniq -c
-echo "not run (\$skip in $0): $(tr '|' '\n' <<<"$skip" | grep -c .) tests"
-echo "failed:"
-grep -E '^ *--- FAIL' "$work/out.txt" || true
-grep -E '^panic:' "$work/out.txt" && echo "(the suite panicked: tests after this point did not run)"
+compat_summary "franz-go $version pkg/kgo" "$work/out.txt" "$skip"
 echo "full output: test/compat/franz-go.out (broker log: test/compat/franz-go-broker.out)"
 exit "$status"

@@ -25,35 +25,17 @@
 #
 # Needs 127.0.0.1 ports 29091-29095, 29191-29193, 29291-29293 and 28474
 # free. Takes about 10 minutes; not part of `go test ./...`.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
-repo=$(pwd)
-work=$(mktemp -d)
-pids=()
-cleanup() {
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]}"; do
-		wait "$pid" 2>/dev/null || true
-	done
-	chmod -R u+w "$work" 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/lib.sh"
 
 api=127.0.0.1:28474
 for port in 29091 29092 29093 29094 29095 29191 29192 29193 29291 29292 29293 28474; do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+	if compat_port_in_use "$port"; then
 		echo "port $port is in use" >&2
 		exit 1
 	fi
 done
 
-version=$(go list -m -f '{{.Version}}' github.com/IBM/sarama)
-src=$(go mod download -json "github.com/IBM/sarama@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-cp -r "$src" "$work/sarama"
-chmod -R u+w "$work/sarama"
+compat_module github.com/IBM/sarama sarama
 
 go build -o "$work/samsa" ./cmd/samsa
 go build -o "$work/toxiproxystub" ./test/compat/toxiproxystub
@@ -134,11 +116,6 @@ TOXIPROXY_ADDR="http://$api" KAFKA_VERSION=4.3.1 \
 	go test -tags functional -count=1 -timeout 25m -v -run "$run" -skip "$skip" "$@" . >"$work/out.txt" 2>&1 || status=$?
 cp "$work/out.txt" "$repo/test/compat/sarama.out" 2>/dev/null || true
 for n in 1 2 3 4 5; do cp "$work/broker$n.log" "$repo/test/compat/sarama-broker$n.out" 2>/dev/null || true; done
-echo "sarama $version functional tests against samsa: top-level tests"
-grep -E '^--- (PASS|FAIL|SKIP)' "$work/out.txt" | awk '{print $2}' | sort | uniq -c
-echo "not run (\$skip in $0): $(tr '|' '\n' <<<"$skip" | grep -c .) tests"
-echo "failed:"
-grep -E '^ *--- FAIL' "$work/out.txt" || true
-grep -E '^panic:' "$work/out.txt" && echo "(the suite panicked: tests after this point did not run)"
+compat_summary "sarama $version functional tests" "$work/out.txt" "$skip"
 echo "full output: test/compat/sarama.out (broker logs: test/compat/sarama-broker[1-5].out)"
 exit "$status"
