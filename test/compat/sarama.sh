@@ -24,7 +24,7 @@
 # skip themselves.
 #
 # Needs 127.0.0.1 ports 29091-29095, 29191-29193, 29291-29293 and 28474
-# free. Takes about 10 minutes; not part of `go test ./...`.
+# free. Takes about 3 minutes; not part of `go test ./...`.
 source "$(dirname "$0")/lib.sh"
 
 api=127.0.0.1:28474
