@@ -159,25 +159,7 @@ func readTopicID(dir string) meta.TopicID {
 // a start that found it missing or empty would take the directory for a
 // deleted incarnation's and remove the log with it.
 func writeTopicID(dir string, id meta.TopicID) error {
-	tmp := filepath.Join(dir, partitionMetadataFile+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString("version: 0\ntopic_id: " + id.String() + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, partitionMetadataFile)); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return klog.WriteFileAtomic(klog.OSFS{}, dir, partitionMetadataFile, []byte("version: 0\ntopic_id: "+id.String()+"\n"))
 }
 
 // holdsLog reports whether a partition directory holds more than its

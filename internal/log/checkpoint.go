@@ -20,10 +20,10 @@ const (
 
 var errBadCheckpoint = errors.New("log: malformed checkpoint file")
 
-// writeFileAtomic replaces dir/name with data so that a crash leaves either
+// WriteFileAtomic replaces dir/name with data so that a crash leaves either
 // the old or the new content: write a temporary file, fsync it, rename it
 // over the old one, fsync the directory.
-func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
+func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 	tmp := join(dir, name+tmpSuffix)
 	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -110,7 +110,7 @@ func checkpointLines(b []byte, n int) ([][]byte, error) {
 }
 
 func (l *Log) writeOffsetCheckpoint(name string, offset int64) error {
-	return writeFileAtomic(l.fs, l.dir, name, encodeOffsetCheckpoint(offset))
+	return WriteFileAtomic(l.fs, l.dir, name, encodeOffsetCheckpoint(offset))
 }
 
 // readOffsetCheckpoint returns the offset in dir/name; ok is false if the

@@ -710,7 +710,7 @@ func (l *Log) syncAndCheckpoint(files []File, syncDir bool, snaps []pendingSnaps
 		}
 	}
 	if epochs != nil {
-		if err := writeFileAtomic(l.fs, l.dir, epochCheckpointFile, epochs); err != nil {
+		if err := WriteFileAtomic(l.fs, l.dir, epochCheckpointFile, epochs); err != nil {
 			return err
 		}
 	}

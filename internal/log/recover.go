@@ -368,7 +368,7 @@ func snapshotFileName(dir string, offset int64) string {
 // writeSnapshotLocked writes a producer snapshot file. flushMu must be held.
 func (l *Log) writeSnapshotLocked(snap pendingSnapshot) error {
 	name := fmt.Sprintf("%020d%s", snap.offset, snapshotSuffix)
-	if err := writeFileAtomic(l.fs, l.dir, name, snap.data); err != nil {
+	if err := WriteFileAtomic(l.fs, l.dir, name, snap.data); err != nil {
 		return err
 	}
 	if i, found := slices.BinarySearch(l.snapshots, snap.offset); !found {
