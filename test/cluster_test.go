@@ -468,7 +468,7 @@ func brokerAddr(b kmsg.MetadataResponseBroker) string {
 // TestClusterHarness exercises the harness itself: a three-broker cluster
 // starts with every broker registered at its bridge address; Pause makes a
 // broker miss its session, Resume then finds the session lost (the broker
-// exits, as it does when cut from etcd), and Restart brings it back.
+// registers again in the same process), and Stop and Restart work.
 func TestClusterHarness(t *testing.T) {
 	t.Parallel() // mostly waits on session timeouts
 	c := StartCluster(t, 3)
@@ -512,19 +512,35 @@ func TestClusterHarness(t *testing.T) {
 		t.Fatalf("paused broker %d exited", victim)
 	}
 
-	// Resumed, it finds its session lost and shuts down (broker.Run
-	// returns an error): a failure status, so that a supervisor that
-	// restarts only failed processes restarts it.
+	// Resumed, it finds its session lost, closes that incarnation and
+	// registers again in the same process (broker.Run): it must not exit,
+	// which with embedded etcd would take its member out of the quorum.
 	c.Resume(victim)
-	status := c.WaitExit(victim, 30*time.Second)
-	t.Logf("resumed broker %d exited: %v", victim, exitStatus(status))
-	if status == nil {
-		t.Errorf("resumed broker %d exited with status 0 after losing its session", victim)
+	resumed := time.Now()
+	WaitFor(t, 30*time.Second, func() error {
+		if !c.Running(victim) {
+			return nil // reported below
+		}
+		md, err := c.MetadataFrom(ctrl)
+		if err != nil {
+			return err
+		}
+		if ids := metadataBrokerIDs(md); !slices.Contains(ids, victim) {
+			return fmt.Errorf("resumed broker %d not registered again: %v", victim, ids)
+		}
+		return nil
+	})
+	if !c.Running(victim) {
+		t.Fatalf("resumed broker %d exited (%v) instead of registering again:\n%s", victim,
+			exitStatus(c.WaitExit(victim, time.Second)), procTailFile(c.Broker(victim).Proc.stderrPath, 4096))
 	}
-	if logs := c.Broker(victim).Proc.Stderr(t); !strings.Contains(logs, "broker registration lost; shutting down") {
-		t.Errorf("broker %d's log does not say why it stopped:\n%s", victim, procTailFile(c.Broker(victim).Proc.stderrPath, 4096))
+	t.Logf("resumed broker %d registered again %v after it resumed", victim, time.Since(resumed).Round(time.Millisecond))
+	if logs := c.Broker(victim).Proc.Stderr(t); !strings.Contains(logs, "broker registration lost: stopping this incarnation and registering again") {
+		t.Errorf("broker %d's log does not say why it restarted:\n%s", victim, procTailFile(c.Broker(victim).Proc.stderrPath, 4096))
 	}
 
+	// Stopped and started again, it registers again too.
+	c.Stop(victim)
 	c.Restart(victim)
 	WaitFor(t, 10*time.Second, func() error {
 		md, err := c.MetadataFrom(ctrl)

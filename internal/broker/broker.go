@@ -25,8 +25,11 @@ type Broker struct {
 	cfg    Config
 	logger *slog.Logger
 
-	// etcd is the embedded etcd member, nil with an external etcd.
-	etcd *coord.Embedded
+	// host is what the broker process keeps across incarnations: the
+	// data directory's lock and the embedded etcd member. ownsHost: Close
+	// closes it too (Start); Run keeps it for the next incarnation.
+	host     *host
+	ownsHost bool
 	// client talks to etcd; cache mirrors the cluster metadata.
 	client *coord.Client
 	cache  *coord.Cache
@@ -62,8 +65,6 @@ type Broker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// dataDirLock holds the data directory's lock until Close.
-	dataDirLock *os.File
 	// markerTaken is set once start consumed the clean-shutdown marker:
 	// only then may Close write one.
 	markerTaken bool
@@ -74,8 +75,10 @@ type Broker struct {
 	// and the next start must know.
 	recovering atomic.Bool
 
-	// logFailure is done once a log failed (logFailed).
-	logFailure sync.Once
+	// logFailure is done once a log failed (logFailed), and logFailedErr
+	// set then.
+	logFailure   sync.Once
+	logFailedErr atomic.Pointer[error]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -91,6 +94,8 @@ type Broker struct {
 // watermark stays below its last successful flush.
 func (b *Broker) logFailed(lp *localPartition, err error) {
 	b.logFailure.Do(func() {
+		ferr := fmt.Errorf("broker: log of %s-%d failed: %w", lp.Topic, lp.Index, err)
+		b.logFailedErr.Store(&ferr)
 		b.logger.Error("a log failed: revoking the registration and stopping the broker", "topic", lp.Topic, "partition", lp.Index, "err", err)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -121,34 +126,139 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 }
 
 // Run starts a broker and serves until ctx is done, then shuts it down.
-// If the broker loses its registration first it shuts down too, and Run
-// returns an error wrapping coord.ErrSessionLost.
+//
+// A broker that loses its registration (its session expired: the process
+// was paused or starved, or cut off from the etcd quorum; or another
+// broker fenced it, see coord's "Liveness") stops serving at once, closes
+// its partitions and registers again in the same process, as a new
+// incarnation, keeping its data directory's lock and its embedded etcd
+// member: the process does not exit, so a broker that was paused for a
+// while, or lost its session to an etcd leader change, takes the etcd
+// quorum down with nothing (docs/replication.md, "Failover timeline").
+// While etcd cannot be reached, registering again is retried every
+// restartBackoff. Run returns with an error, and the process exits with a
+// non-zero status for its supervisor to restart it, only when a log failed
+// (logFailed) or a new incarnation cannot start for any other reason.
 func Run(ctx context.Context, cfg Config) error {
-	b, err := Start(ctx, cfg)
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	logger := cfg.Logger.With("node", cfg.NodeID)
+	h, err := openHost(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	select {
-	case <-ctx.Done():
-		return b.Close()
-	case <-b.session.Done():
-		b.logger.Error("broker registration lost; shutting down")
-		// A non-zero exit, whatever Close reports: a supervisor that
-		// restarts on failure (systemd, Docker's on-failure) must restart
-		// the broker.
-		return errors.Join(fmt.Errorf("broker: %w", coord.ErrSessionLost), b.Close())
+	for incarnation := 1; ; incarnation++ {
+		b := &Broker{cfg: cfg, logger: logger, host: h}
+		if err := b.start(ctx); err != nil {
+			err = errors.Join(err, b.Close())
+			if incarnation == 1 || ctx.Err() != nil || !restartable(err) {
+				return errors.Join(err, h.close())
+			}
+			logger.Warn("cannot register again yet; retrying", "incarnation", incarnation, "err", err, "retry_in", restartBackoff)
+			select {
+			case <-ctx.Done():
+				return errors.Join(ctx.Err(), h.close())
+			case <-time.After(restartBackoff):
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(b.Close(), h.close())
+		case <-b.session.Done():
+		}
+		if ferr := b.logFailedErr.Load(); ferr != nil {
+			// A non-zero exit, whatever Close reports: a supervisor that
+			// restarts on failure (systemd, Docker's on-failure) must
+			// restart the broker, which comes back recovering.
+			logger.Error("broker stopped after a log failure", "err", *ferr)
+			return errors.Join(*ferr, fmt.Errorf("broker: %w", coord.ErrSessionLost), b.Close(), h.close())
+		}
+		logger.Warn("broker registration lost: stopping this incarnation and registering again", "incarnation", incarnation)
+		if err := b.Close(); err != nil {
+			return errors.Join(fmt.Errorf("broker: %w", coord.ErrSessionLost), err, h.close())
+		}
 	}
 }
 
-func (b *Broker) start(ctx context.Context) error {
-	if err := os.MkdirAll(b.cfg.logDir(), 0o755); err != nil {
-		return fmt.Errorf("broker: data dir: %w", err)
+// restartBackoff is how long Run waits before trying again to start an
+// incarnation that could not reach etcd.
+const restartBackoff = time.Second
+
+// restartable reports whether a failed start of a new incarnation may be
+// retried: etcd could not be reached or answer in time, or the previous
+// registration has not expired yet.
+func restartable(err error) bool {
+	return errors.Is(err, coord.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, coord.ErrBrokerIDInUse)
+}
+
+// host is what a broker process keeps across its incarnations (Run): the
+// data directory's lock and the embedded etcd member, if any.
+type host struct {
+	lock *os.File
+	etcd *coord.Embedded
+}
+
+// openHost takes the data directory's lock and starts the embedded etcd
+// member (unless cfg names external etcd endpoints).
+func openHost(ctx context.Context, cfg Config, logger *slog.Logger) (*host, error) {
+	if err := os.MkdirAll(cfg.logDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("broker: data dir: %w", err)
 	}
-	lock, err := lockDataDir(b.cfg.DataDir)
+	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b.dataDirLock = lock
+	h := &host{lock: lock}
+	if len(cfg.MetadataEndpoints) == 0 {
+		e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
+			Dir:            cfg.etcdDir(),
+			Name:           "samsa-" + strconv.Itoa(int(cfg.NodeID)),
+			ClientURL:      cfg.MetadataClientURL,
+			PeerURL:        cfg.MetadataPeerURL,
+			InitialCluster: cfg.MetadataInitialCluster,
+			Logger:         logger,
+		})
+		if err != nil {
+			lock.Close()
+			return nil, fmt.Errorf("broker: embedded etcd: %w", err)
+		}
+		h.etcd = e
+	}
+	return h, nil
+}
+
+// endpoints returns the etcd endpoints: the embedded member's, or cfg's.
+func (h *host) endpoints(cfg Config) []string {
+	if h.etcd != nil {
+		return h.etcd.Endpoints()
+	}
+	return cfg.MetadataEndpoints
+}
+
+// close stops the embedded etcd member and releases the lock.
+func (h *host) close() error {
+	var errs []error
+	if h.etcd != nil {
+		errs = append(errs, h.etcd.Close())
+	}
+	errs = append(errs, h.lock.Close())
+	return errors.Join(errs...)
+}
+
+func (b *Broker) start(ctx context.Context) error {
+	if b.host == nil {
+		h, err := openHost(ctx, b.cfg, b.logger)
+		if err != nil {
+			return err
+		}
+		b.host, b.ownsHost = h, true
+	}
 	clean, err := takeCleanShutdownMarker(b.cfg.DataDir, b.cfg.logDir())
 	if err != nil {
 		return err
@@ -158,22 +268,7 @@ func (b *Broker) start(ctx context.Context) error {
 		b.recovering.Store(true)
 		b.logger.Warn("the previous broker process on this data directory did not shut down cleanly: registering as recovering, out of ISRs and leadership until caught up")
 	}
-	endpoints := b.cfg.MetadataEndpoints
-	if len(endpoints) == 0 {
-		e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
-			Dir:            b.cfg.etcdDir(),
-			Name:           "samsa-" + strconv.Itoa(int(b.cfg.NodeID)),
-			ClientURL:      b.cfg.MetadataClientURL,
-			PeerURL:        b.cfg.MetadataPeerURL,
-			InitialCluster: b.cfg.MetadataInitialCluster,
-			Logger:         b.logger,
-		})
-		if err != nil {
-			return fmt.Errorf("broker: embedded etcd: %w", err)
-		}
-		b.etcd = e
-		endpoints = e.Endpoints()
-	}
+	endpoints := b.host.endpoints(b.cfg)
 	client, err := coord.Connect(ctx, endpoints, b.cfg.ClusterName, coord.WithLogger(b.logger))
 	if err != nil {
 		return fmt.Errorf("broker: connect to etcd: %w", err)
@@ -409,10 +504,7 @@ func (b *Broker) Close() error {
 		if b.liveness != nil {
 			errs = append(errs, b.liveness.Close())
 		}
-		if b.etcd != nil {
-			errs = append(errs, b.etcd.Close())
-		}
-		if b.dataDirLock != nil {
+		if b.host != nil {
 			switch {
 			case !b.markerTaken:
 			case logsErr != nil:
@@ -424,7 +516,9 @@ func (b *Broker) Close() error {
 					errs = append(errs, fmt.Errorf("broker: write clean-shutdown marker: %w", err))
 				}
 			}
-			errs = append(errs, b.dataDirLock.Close())
+			if b.ownsHost {
+				errs = append(errs, b.host.close())
+			}
 		}
 		b.closeErr = errors.Join(errs...)
 		if b.closeErr == nil {

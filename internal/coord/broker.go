@@ -383,6 +383,33 @@ func (c *Client) Brokers(ctx context.Context) ([]meta.Broker, error) {
 	return out, nil
 }
 
+// FenceBroker ends the session of broker id's incarnation whose
+// registration has the given create revision, by revoking its lease: etcd
+// deletes its registration (and the controller key, if it holds it) at
+// once, as when the lease expires, and the broker, whose next renewal
+// fails, registers again as a new incarnation. It reports whether it
+// revoked anything: false if that incarnation's registration is gone
+// already (expired, fenced, replaced).
+func (c *Client) FenceBroker(ctx context.Context, id int32, createRevision int64) (bool, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	op := fmt.Sprintf("fence broker %d", id)
+	resp, err := c.etcd.Get(ctx, c.keys.abs(relBroker(id)))
+	if err != nil {
+		return false, c.wrapErr(op, err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != createRevision || resp.Kvs[0].Lease == 0 {
+		return false, nil
+	}
+	if _, err := c.etcd.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return false, nil
+		}
+		return false, c.wrapErr(op, err)
+	}
+	return true, nil
+}
+
 // VersionedBrokers lists the registered brokers with their key revisions,
 // ordered by id.
 func (c *Client) VersionedBrokers(ctx context.Context) ([]VersionedBroker, error) {

@@ -145,7 +145,7 @@ func Connect(ctx context.Context, endpoints []string, cluster string, opts ...Op
 	if _, err := cli.Get(pctx, c.keys.clusterID()); err != nil {
 		cancel()
 		cli.Close()
-		return nil, fmt.Errorf("coord: connect to %v: %w", endpoints, err)
+		return nil, fmt.Errorf("coord: connect to %v: %w: %w", endpoints, ErrUnavailable, err)
 	}
 	return c, nil
 }

@@ -202,9 +202,10 @@ const supervisorInterval = 500 * time.Millisecond
 
 // supervise plays the part of a process supervisor (systemd, a restart
 // policy): a broker that exits on its own is started again, once it is on
-// the network. samsa exits when it loses its registration (a broker cut
-// off from etcd for longer than its session timeout) and relies on being
-// restarted (its exit status is then non-zero); while a container is off
+// the network. samsa registers again in the same process when it loses
+// its registration (broker.Run); it exits, with a non-zero status, only
+// when a log failed or a new incarnation cannot start, and relies on being
+// restarted then. Campaigns report every restart. While a container is off
 // the network its etcd member cannot bind its peer address, so Docker's
 // own restart policies (on-failure and unless-stopped back off up to a
 // minute) fit poorly. A broker the test stopped (Kill, Stop)
