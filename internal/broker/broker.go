@@ -324,6 +324,10 @@ func (b *Broker) start(ctx context.Context) error {
 	go func() { defer b.wg.Done(); b.partitions.run(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.runHousekeeping(bg) }()
 	go func() { defer b.wg.Done(); b.partitions.runCleaner(bg) }()
+	// Fence the brokers whose heartbeats stop (coord's "Liveness"), on
+	// the liveness client like the session's own heartbeats.
+	b.wg.Add(1)
+	go func() { defer b.wg.Done(); b.liveness.WatchPeers(bg, b.session) }()
 	b.controller = controller.New(controller.Config{
 		Client:  b.liveness,
 		Cache:   b.cache,

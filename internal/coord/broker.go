@@ -2,6 +2,7 @@ package coord
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,7 +37,9 @@ type Session struct {
 	id             int32 // broker id; never changes
 	lease          clientv3.LeaseID
 	ttl            time.Duration // granted by etcd; may exceed the request
+	timeout        time.Duration // the session timeout asked for
 	createRevision int64
+	heartbeat      []byte // the heartbeat key's value (heartbeatValue)
 
 	stop context.CancelFunc // stops the keepalive
 	done chan struct{}      // closed when the keepalive goroutine exits
@@ -145,26 +148,35 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 		}
 	}
 
+	hb, err := json.Marshal(heartbeatValue{Incarnation: createRevision, SessionTimeoutMs: ttl.Milliseconds()})
+	if err != nil {
+		revoke()
+		return nil, fmt.Errorf("coord: %s: %w", op, err)
+	}
 	s := &Session{
 		client:         c,
 		id:             b.ID,
 		broker:         b,
 		lease:          g.ID,
 		ttl:            time.Duration(g.TTL) * time.Second,
+		timeout:        ttl,
 		createRevision: createRevision,
+		heartbeat:      hb,
 		done:           make(chan struct{}),
 	}
-	// Renew once in the foreground: Grant and Txn may have waited on a
-	// reconnecting etcd for a good part of the TTL, and the session must
-	// not start out already close to its deadline.
+	// Renew and beat once in the foreground: Grant and Txn may have
+	// waited on a reconnecting etcd for a good part of the TTL, and the
+	// session must not start out already close to its deadline.
 	renewed := time.Now()
 	once, err := c.etcd.KeepAliveOnce(ctx, g.ID)
+	if err == nil {
+		err = s.beat(ctx)
+	}
 	if err != nil {
 		revoke()
 		return nil, c.wrapErr(op, err)
 	}
-	ttlNow := time.Duration(once.TTL) * time.Second
-	deadline := renewed.Add(ttlNow - lostMargin(ttlNow))
+	deadline := renewed.Add(s.lostAfter(time.Duration(once.TTL) * time.Second))
 	kctx, stop := context.WithCancel(c.ctx)
 	s.stop = stop
 	if err := c.goStart(func() { s.run(kctx, deadline) }); err != nil {
@@ -201,15 +213,37 @@ func keepAliveAttempt(ttl time.Duration) time.Duration {
 	return min(max(ttl/5, 500*time.Millisecond), 2*time.Second)
 }
 
-// run renews the lease until the session is closed or lost, and closes
-// done then. The session is lost when etcd says the lease is gone, or when
-// no renewal has succeeded for the TTL less lostMargin (counted from when
-// the last successful renewal was sent, which is no later than etcd
-// counts it from).
+// lostAfter is how long after sending its last successful renewal (a
+// keepalive and a heartbeat) the session declares itself lost: before
+// etcd can expire the lease (the TTL less lostMargin), and before another
+// broker may fence it for want of heartbeats (the session timeout less
+// lostMargin; see WatchPeers).
+func (s *Session) lostAfter(ttl time.Duration) time.Duration {
+	return min(ttl-lostMargin(ttl), s.timeout-lostMargin(s.timeout))
+}
+
+// beat writes the session's heartbeat (see WatchPeers) on its lease.
+func (s *Session) beat(ctx context.Context) error {
+	_, err := s.client.etcd.Put(ctx, s.client.keys.abs(relHeartbeat(s.id)), string(s.heartbeat), clientv3.WithLease(s.lease))
+	if errors.Is(err, rpctypes.ErrNoSpace) {
+		// etcd takes no writes (its space quota is exhausted): nobody's
+		// heartbeat lands, so nobody fences anybody for want of them
+		// (WatchPeers needs its own to land), and the lease alone
+		// decides.
+		return nil
+	}
+	return err
+}
+
+// run renews the lease and writes a heartbeat, every keepAliveInterval,
+// until the session is closed or lost, and closes done then. The session
+// is lost when etcd says the lease is gone, or when no renewal has
+// succeeded for lostAfter (counted from when the last successful renewal
+// was sent, which is no later than etcd or another broker counts from).
 func (s *Session) run(ctx context.Context, deadline time.Time) {
 	defer close(s.done)
 	ttl := s.ttl
-	wait := keepAliveInterval(ttl)
+	wait := keepAliveInterval(s.timeout)
 	for {
 		timer := time.NewTimer(min(wait, time.Until(deadline)))
 		select {
@@ -231,12 +265,21 @@ func (s *Session) run(ctx context.Context, deadline time.Time) {
 		}
 		rctx, cancel := context.WithDeadline(ctx, attemptEnd)
 		resp, err := s.client.etcd.KeepAliveOnce(rctx, s.lease)
+		if err == nil && resp.TTL > 0 {
+			if berr := s.beat(rctx); berr != nil {
+				if errors.Is(berr, rpctypes.ErrLeaseNotFound) {
+					resp.TTL = 0 // revoked in between
+				} else {
+					err = berr
+				}
+			}
+		}
 		cancel()
 		switch {
 		case err == nil && resp.TTL > 0:
 			ttl = time.Duration(resp.TTL) * time.Second
-			deadline = sent.Add(ttl - lostMargin(ttl))
-			wait = keepAliveInterval(ttl)
+			deadline = sent.Add(s.lostAfter(ttl))
+			wait = keepAliveInterval(s.timeout)
 		case errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil:
 			s.finish("lease expired or revoked")
 			return

@@ -310,14 +310,28 @@ func (c *Cache) watch(rev int64) (progressed bool, err error) {
 		}
 		b := newBuilder(c.client.keys, c.log, cur)
 		last := cur.Revision
+		content := false
 		for _, ev := range resp.Events {
+			last = max(last, ev.Kv.ModRevision)
+			if c.client.keys.parse(string(ev.Kv.Key)).kind == kindHeartbeat {
+				continue // liveness only (WatchPeers): several a second
+			}
+			content = true
 			switch ev.Type {
 			case mvccpb.PUT:
 				b.put(ev.Kv)
 			case mvccpb.DELETE:
 				b.del(ev.Kv)
 			}
-			last = max(last, ev.Kv.ModRevision)
+		}
+		if !content {
+			if last > cur.Revision {
+				next := *cur
+				next.Revision = last
+				c.publish(&next, false)
+			}
+			progressed = true
+			continue
 		}
 		s := b.snapshot()
 		// Not resp.Header.Revision: while a watcher catches up, etcd may

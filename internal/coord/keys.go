@@ -14,6 +14,7 @@ const (
 	dirBrokers     = "brokers/"
 	dirTopics      = "topics/"
 	dirPartitions  = "partitions/"
+	dirHeartbeats  = "heartbeats/"
 )
 
 // maxNameLen is Kafka's limit on topic name length.
@@ -34,8 +35,9 @@ func (k keyspace) topic(name string) string           { return k.prefix + relTop
 func (k keyspace) partitionsOf(topic string) string   { return k.prefix + dirPartitions + topic + "/" }
 func (k keyspace) partition(t string, p int32) string { return k.prefix + relPartition(t, p) }
 
-func relBroker(id int32) string   { return dirBrokers + strconv.FormatInt(int64(id), 10) }
-func relTopic(name string) string { return dirTopics + name }
+func relBroker(id int32) string    { return dirBrokers + strconv.FormatInt(int64(id), 10) }
+func relHeartbeat(id int32) string { return dirHeartbeats + strconv.FormatInt(int64(id), 10) }
+func relTopic(name string) string  { return dirTopics + name }
 func relPartition(t string, p int32) string {
 	return dirPartitions + t + "/" + strconv.FormatInt(int64(p), 10)
 }
@@ -50,6 +52,7 @@ const (
 	kindTopic
 	kindPartition
 	kindController
+	kindHeartbeat
 )
 
 // parsedKey is a key of the cluster prefix taken apart.
@@ -78,6 +81,12 @@ func (k keyspace) parse(key string) parsedKey {
 			return parsedKey{}
 		}
 		return parsedKey{kind: kindBroker, broker: int32(id)}
+	case strings.HasPrefix(rel, dirHeartbeats):
+		id, err := strconv.ParseInt(rel[len(dirHeartbeats):], 10, 32)
+		if err != nil || id < 0 {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindHeartbeat, broker: int32(id)}
 	case strings.HasPrefix(rel, dirTopics):
 		name := rel[len(dirTopics):]
 		if validName(name) != nil {
