@@ -49,7 +49,10 @@ type Config struct {
 	// ClusterName selects the etcd key prefix /samsa/<ClusterName>/.
 	ClusterName string
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's
-	// etcd lease (Kafka's KRaft default, 9 s).
+	// etcd lease, and how long without a heartbeat before the other
+	// brokers fence it (coord's "Liveness"). 2 s (Kafka KRaft's is 9 s):
+	// failover in about as long (docs/replication.md, "Failover
+	// timeline").
 	SessionTimeout time.Duration
 
 	// AutoCreateTopics is auto.create.topics.enable.
@@ -152,7 +155,7 @@ func DefaultConfig() Config {
 		MetadataClientURL:               "http://127.0.0.1:2379",
 		MetadataPeerURL:                 "http://127.0.0.1:2380",
 		ClusterName:                     "default",
-		SessionTimeout:                  9 * time.Second,
+		SessionTimeout:                  2 * time.Second,
 		AutoCreateTopics:                true,
 		NumPartitions:                   1,
 		DefaultReplicationFactor:        1,

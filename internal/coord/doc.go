@@ -21,6 +21,9 @@
 //	partitions/<topic>/<p>    meta.PartitionState                 CreateTopic/UpdateTopic (initial state), then the controller
 //	                                                              (elections) and the partition leader (ISR changes), by CAS
 //	producer-ids              next free producer id (decimal)     brokers, by CAS (AllocateProducerIDs)
+//	heartbeats/<id>           {"incarnation": create revision of  the broker's session, on its lease, with every renewal
+//	                          the registration,                   (see Liveness); the Cache ignores these
+//	                          "session_timeout_ms": N}
 //
 // <id> and <p> are decimal. Topic names follow Kafka's rules (1..249
 // characters of [a-zA-Z0-9._-]), so they contain no '/' and every key
@@ -81,14 +84,17 @@
 // it is still this session's): MarkShuttingDown for controlled shutdown,
 // SetRecovering for a broker restarted after an unclean shutdown.
 //
-// Session.Done closes when the lease is lost: revoked, expired, or not
-// renewed in time because etcd is unreachable. The session counts the TTL
-// from its own last successful renewal minus a margin (a quarter of the
-// TTL, at most one second), because etcd counts it from the moment it
-// handled the renewal, which is earlier: so the broker learns that it must
-// stop acting as leader before etcd deletes its registration and the
-// controller elects other leaders. A lease revoked by someone else is
-// noticed at the next renewal (every third of the TTL). Session.Close
+// Session.Done closes when the lease is lost: revoked (by a peer's fence,
+// see Liveness), expired, or not renewed in time because etcd is
+// unreachable. A renewal is a KeepAliveOnce and a heartbeat write; the
+// session counts the TTL (and the session timeout) from the send of its
+// own last successful renewal minus a margin (a quarter, at most one
+// second), because etcd counts the TTL from the moment it handled the
+// renewal, and peers the session timeout from when its heartbeat landed,
+// both later: so the broker learns that it must stop acting as leader
+// before its registration can be deleted and the controller elects other
+// leaders. A lease revoked by someone else is noticed at the next renewal
+// (every eighth of the session timeout, 100 ms to 1 s). Session.Close
 // revokes the lease, deleting the registration at once; Client.Close
 // without Session.Close leaves it to expire, as a crash would.
 //
@@ -133,7 +139,8 @@
 //
 // # Goroutines
 //
-// Each Session runs one keepalive goroutine; each Cache runs its watch
+// Each Session runs one keepalive goroutine (renewals and heartbeats);
+// WatchPeers runs on its caller's goroutine; each Cache runs its watch
 // goroutine and one that requests progress notifications. All are owned by
 // the Client: Session.Close and Cache.Close stop and wait for their own,
 // Client.Close stops and waits for all of them before closing the
@@ -148,8 +155,9 @@
 //
 //   - The Session's keepalive goroutine, which does nothing but renew the
 //     lease with one bounded KeepAliveOnce at a time (see keepAliveInterval
-//     for why not etcd's stream). It takes no lock that request handling
+//     for why not etcd's stream) and write the heartbeat after each. It takes no lock that request handling
 //     holds; Session.mu is a leaf, never held across an etcd call.
+//
 //   - Its own etcd connection: the broker opens two Clients, one for the
 //     request path (the metadata cache's watch, topic creations and
 //     changes, ISR updates, producer-id blocks) and one for its
@@ -158,9 +166,27 @@
 //     multiplexes calls over one HTTP/2 connection per Client, with flow
 //     control per connection, so a burst of request-path calls with large
 //     payloads could otherwise queue ahead of a renewal.
+//
 //   - The controller (internal/controller) runs on a goroutine of its own,
 //     reading the Cache (whose lock is a leaf) and writing through the
 //     second Client.
+//
+//   - Heartbeats and fencing (WatchPeers). An etcd leader that takes over
+//     extends every lease by a whole TTL and an election timeout, since it
+//     cannot know when each was last renewed; lease checkpointing would
+//     avoid it, but etcd checkpoints only leases with more than its
+//     checkpoint interval (5 minutes) left. So when the dead broker hosted
+//     the etcd leader, its lease alone would outlive it by that much. Each
+//     renewal therefore also writes heartbeats/<id> (a raft write: it
+//     lands only through the quorum), and every broker watches the others'
+//     heartbeats and revokes the lease of one whose heartbeat has not
+//     landed for its session timeout, provided two of its own landed since
+//     (so etcd takes writes and its watch is current: a paused or cut-off
+//     broker fences nobody). The watch orders all heartbeats by revision,
+//     so the measure does not depend on which member leads, and the fenced
+//     broker has declared its own session lost before (see Broker
+//     sessions). A fenced broker that is alive registers again as a new
+//     incarnation (internal/broker, Run).
 //
 // Nothing on those paths waits on a Kafka client: no lock, queue or
 // channel of internal/protocol or of the request handlers. What they do
