@@ -72,7 +72,7 @@ var failoverAssignment = [failoverPartitions][]int32{{1, 2, 3}, {2, 1, 3}, {1, 3
 // failoverCluster is three `samsa server` processes with embedded etcd
 // members forming one etcd cluster.
 type failoverCluster struct {
-	b     *testing.B
+	b     testing.TB
 	procs []*Proc // node id i at index i-1
 	admin *kgo.Client
 	// exits counts brokers that exited on their own: bystanders of a
@@ -81,7 +81,7 @@ type failoverCluster struct {
 	exits int
 }
 
-func startFailoverCluster(b *testing.B, extra []string) *failoverCluster {
+func startFailoverCluster(b testing.TB, extra []string) *failoverCluster {
 	b.Helper()
 	c := &failoverCluster{b: b}
 	const n = 3
@@ -356,7 +356,7 @@ type failoverLoad struct {
 	wg       sync.WaitGroup
 }
 
-func startFailoverLoad(b *testing.B, c *failoverCluster) *failoverLoad {
+func startFailoverLoad(b testing.TB, c *failoverCluster) *failoverLoad {
 	b.Helper()
 	var seeds []string
 	for _, p := range c.procs {
@@ -449,7 +449,7 @@ func firstAfter(evs []failoverEvent, t time.Time) (time.Duration, bool) {
 // resumed waits until every partition acknowledged and delivered to the
 // consumer a write issued after t, and returns the times per partition.
 // Meanwhile brokers other than victim that exit are restarted.
-func (l *failoverLoad) resumed(b *testing.B, c *failoverCluster, victim int32, t time.Time) (acks, reads []time.Duration) {
+func (l *failoverLoad) resumed(b testing.TB, c *failoverCluster, victim int32, t time.Time) (acks, reads []time.Duration) {
 	b.Helper()
 	WaitFor(b, failoverWait, func() error {
 		c.revive(victim)
@@ -517,10 +517,10 @@ func fmtDurations(ds []time.Duration) string {
 	return strings.Join(s, " ")
 }
 
-func BenchmarkFailover(b *testing.B) {
-	extra := strings.Fields(os.Getenv("SAMSA_FAILOVER_OVERRIDES"))
-	c := startFailoverCluster(b, extra)
-	b.Logf("overrides: %v", extra)
+// createFailoverTopic creates failoverTopic (RF 3, min ISR 2) and waits
+// until every partition has its full ISR and preferred leader.
+func (c *failoverCluster) createFailoverTopic(tb testing.TB) {
+	tb.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = failoverTopic, -1, -1
@@ -538,72 +538,149 @@ func BenchmarkFailover(b *testing.B) {
 	resp, err := req.RequestWith(ctx, c.admin)
 	cancel()
 	if err != nil || resp.Topics[0].ErrorCode != 0 {
-		b.Fatalf("create topic: %v %+v", err, resp)
+		tb.Fatalf("create topic: %v %+v", err, resp)
 	}
 	c.settle()
+}
+
+// failoverKinds are the brokers a kill targets, in turn: the leader of
+// partition 0, the broker that leads nothing (3), and the etcd leader's
+// host; the first two with the etcd leader moved elsewhere beforehand.
+var failoverKinds = []string{"leader", "follower", "etcd-leader"}
+
+// kill settles the cluster, kills a broker of the given kind with kill -9,
+// waits until every partition acknowledged and delivered a write issued
+// after the kill, and restarts the broker. n numbers it in the log.
+func (c *failoverCluster) kill(tb testing.TB, load *failoverLoad, kind string, n int) (acks, reads []time.Duration) {
+	tb.Helper()
+	c.settle()
+	leaders, _, err := c.partitions()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var victim int32
+	switch kind {
+	case "leader":
+		victim = leaders[0]
+		err = c.moveEtcdLeader(victim)
+	case "follower":
+		victim = 3
+		err = c.moveEtcdLeader(victim)
+	case "etcd-leader":
+		victim, _, err = c.etcdLeader()
+	}
+	if err != nil {
+		tb.Fatalf("place the etcd leader: %v", err)
+	}
+	etcdLeader, _, err := c.etcdLeader()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	md, err := c.metadata()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	roles := []string{}
+	for p, l := range leaders {
+		if l == victim {
+			roles = append(roles, fmt.Sprintf("leader of %d", p))
+		}
+	}
+	if md.ControllerID == victim {
+		roles = append(roles, "controller")
+	}
+	if etcdLeader == victim {
+		roles = append(roles, "etcd leader")
+	}
+	killed := time.Now()
+	c.proc(victim).Kill9(tb)
+	acks, reads = load.resumed(tb, c, victim, killed)
+	tb.Logf("kill -9 #%d at %s of broker %d (%s; %v): acks resumed after %s, reads after %s",
+		n, killed.UTC().Format("15:04:05.000"), victim, kind, roles, fmtDurations(acks), fmtDurations(reads))
+	c.proc(victim).Restart(tb)
+	return acks, reads
+}
+
+// pause settles the cluster, stops broker victim (SIGSTOP) for d with the
+// etcd leader on it, continues it and waits until every partition
+// acknowledged and delivered a write issued after the stop. A broker that
+// exits meanwhile (the victim, which registers again in the same process
+// after losing its session, or a bystander) is counted in c.exits and
+// restarted.
+func (c *failoverCluster) pause(tb testing.TB, load *failoverLoad, victim int32, d time.Duration, n int) (acks, reads []time.Duration) {
+	tb.Helper()
+	c.settle()
+	if err := c.moveEtcdLeader(victim); err != nil {
+		tb.Fatal(err)
+	}
+	stopped := time.Now()
+	c.signal(victim, syscall.SIGSTOP)
+	time.Sleep(d) // the fault's length: nothing to wait for
+	c.signal(victim, syscall.SIGCONT)
+	acks, reads = load.resumed(tb, c, victim, stopped)
+	exited := ""
+	select {
+	case <-c.proc(victim).exited:
+		exited = "; it exited after SIGCONT (" + exitStatus(c.proc(victim).waitErr) + ")"
+	case <-time.After(2 * time.Second):
+	}
+	for id := int32(1); id <= 3; id++ {
+		if id != victim && !c.proc(id).running() {
+			exited += fmt.Sprintf("; bystander %d exited", id)
+		}
+	}
+	tb.Logf("SIGSTOP #%d of broker %d for %v: acks resumed after %s, reads after %s%s",
+		n, victim, d, fmtDurations(acks), fmtDurations(reads), exited)
+	if !c.proc(victim).running() {
+		// A broker that finds its registration gone registers again in
+		// the same process (broker.Run): an exit is a failure, counted
+		// in "exits" like a bystander's.
+		c.exits++
+		c.proc(victim).Restart(tb)
+	}
+	return acks, reads
+}
+
+// restartAll settles the cluster, stops every broker with sig, starts them
+// all at once and returns how long after the starts every partition
+// acknowledged and delivered a write.
+func (c *failoverCluster) restartAll(tb testing.TB, load *failoverLoad, sig syscall.Signal, n int) (acks, reads []time.Duration) {
+	tb.Helper()
+	c.settle()
+	down := time.Now()
+	c.stopAll(sig)
+	stopped := time.Now()
+	c.startAll()
+	listening := time.Now()
+	acks, reads = load.resumed(tb, c, 0, stopped)
+	tb.Logf("whole-cluster restart #%d (%v): stopped in %v, listening %v after the starts, acks resumed after %s, reads after %s",
+		n, sig, stopped.Sub(down).Round(time.Millisecond), listening.Sub(stopped).Round(time.Millisecond), fmtDurations(acks), fmtDurations(reads))
+	return acks, reads
+}
+
+func BenchmarkFailover(b *testing.B) {
+	extra := strings.Fields(os.Getenv("SAMSA_FAILOVER_OVERRIDES"))
+	c := startFailoverCluster(b, extra)
+	b.Logf("overrides: %v", extra)
+	c.createFailoverTopic(b)
 	load := startFailoverLoad(b, c)
 	// Everything flowing before the first fault.
 	load.resumed(b, c, 0, time.Now())
 
-	kinds := []string{"leader", "follower", "etcd-leader"}
 	var all, worst, reads failoverSamples
 	byKind := map[string]*failoverSamples{}
-	for _, k := range kinds {
+	for _, k := range failoverKinds {
 		byKind[k] = &failoverSamples{}
 	}
 	i := 0
 	for b.Loop() {
-		kind := kinds[i%len(kinds)]
+		kind := failoverKinds[i%len(failoverKinds)]
 		i++
-		c.settle()
-		leaders, _, err := c.partitions()
-		if err != nil {
-			b.Fatal(err)
-		}
-		var victim int32
-		switch kind {
-		case "leader":
-			victim = leaders[0]
-			err = c.moveEtcdLeader(victim)
-		case "follower":
-			victim = 3
-			err = c.moveEtcdLeader(victim)
-		case "etcd-leader":
-			victim, _, err = c.etcdLeader()
-		}
-		if err != nil {
-			b.Fatalf("place the etcd leader: %v", err)
-		}
-		etcdLeader, _, err := c.etcdLeader()
-		if err != nil {
-			b.Fatal(err)
-		}
-		md, err := c.metadata()
-		if err != nil {
-			b.Fatal(err)
-		}
-		roles := []string{}
-		for p, l := range leaders {
-			if l == victim {
-				roles = append(roles, fmt.Sprintf("leader of %d", p))
-			}
-		}
-		if md.ControllerID == victim {
-			roles = append(roles, "controller")
-		}
-		if etcdLeader == victim {
-			roles = append(roles, "etcd leader")
-		}
-		killed := time.Now()
-		c.proc(victim).Kill9(b)
-		acks, rd := load.resumed(b, c, victim, killed)
+		acks, rd := c.kill(b, load, kind, i)
 		all.add(acks...)
 		worst.add(failoverMax(acks))
 		reads.add(failoverMax(rd))
 		byKind[kind].add(failoverMax(acks))
-		b.Logf("kill -9 #%d at %s of broker %d (%s; %v): acks resumed after %s, reads after %s",
-			i, killed.UTC().Format("15:04:05.000"), victim, kind, roles, fmtDurations(acks), fmtDurations(rd))
-		c.proc(victim).Restart(b)
 	}
 	b.StopTimer()
 
@@ -613,63 +690,26 @@ func BenchmarkFailover(b *testing.B) {
 		pause = d
 	}
 	for j := range failoverEnvInt("SAMSA_FAILOVER_PAUSES", 3) {
-		c.settle()
-		victim := int32(j%3 + 1)
-		if err := c.moveEtcdLeader(victim); err != nil {
-			b.Fatal(err)
-		}
-		stopped := time.Now()
-		c.signal(victim, syscall.SIGSTOP)
-		time.Sleep(pause)
-		c.signal(victim, syscall.SIGCONT)
-		acks, rd := load.resumed(b, c, victim, stopped)
+		acks, _ := c.pause(b, load, int32(j%3+1), pause, j+1)
 		pauses.add(failoverMax(acks))
-		exited := ""
-		select {
-		case <-c.proc(victim).exited:
-			exited = "; it exited after SIGCONT (" + exitStatus(c.proc(victim).waitErr) + ")"
-		case <-time.After(2 * time.Second):
-		}
-		for id := int32(1); id <= 3; id++ {
-			if id != victim && !c.proc(id).running() {
-				exited += fmt.Sprintf("; bystander %d exited", id)
-			}
-		}
-		b.Logf("SIGSTOP #%d of broker %d for %v: acks resumed after %s, reads after %s%s",
-			j+1, victim, pause, fmtDurations(acks), fmtDurations(rd), exited)
-		if !c.proc(victim).running() {
-			// A broker that finds its registration gone registers
-			// again in the same process (broker.Run): an exit is a
-			// failure, counted in "exits" like a bystander's.
-			c.exits++
-			c.proc(victim).Restart(b)
-		}
 	}
 
 	restarts := map[string]*failoverSamples{"restart-sigterm": {}, "restart-kill9": {}}
 	for j := range failoverEnvInt("SAMSA_FAILOVER_RESTARTS", 1) {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-			c.settle()
 			name := "restart-sigterm"
 			if sig == syscall.SIGKILL {
 				name = "restart-kill9"
 			}
-			down := time.Now()
-			c.stopAll(sig)
-			stopped := time.Now()
-			c.startAll()
-			listening := time.Now()
-			acks, rd := load.resumed(b, c, 0, stopped)
+			acks, _ := c.restartAll(b, load, sig, j+1)
 			restarts[name].add(failoverMax(acks))
-			b.Logf("whole-cluster restart #%d (%v): stopped in %v, listening %v after the starts, acks resumed after %s, reads after %s",
-				j+1, sig, stopped.Sub(down).Round(time.Millisecond), listening.Sub(stopped).Round(time.Millisecond), fmtDurations(acks), fmtDurations(rd))
 		}
 	}
 
 	all.report(b, "ack")
 	worst.report(b, "ack-all-partitions")
 	reads.report(b, "read-all-partitions")
-	for _, k := range kinds {
+	for _, k := range failoverKinds {
 		byKind[k].report(b, "ack-"+k)
 	}
 	pauses.report(b, "pause")
@@ -679,4 +719,49 @@ func BenchmarkFailover(b *testing.B) {
 	load.mu.Lock()
 	b.Logf("producer failures (retried by nobody; an idempotent producer retries until delivery): %d", load.failures)
 	load.mu.Unlock()
+}
+
+// Issue 10's failover targets, with default settings: after kill -9 of
+// any one broker of three, acks=all writes to every partition are
+// acknowledged again within failoverTarget; a whole-cluster restart serves
+// again within restartTarget of the starts; a paused broker makes no
+// broker exit. TestFailoverWithinBounds fails past twice those targets (a
+// shared, noisy machine); BenchmarkFailover measures the distribution.
+const (
+	failoverTarget = 3 * time.Second
+	restartTarget  = 10 * time.Second
+)
+
+// TestFailoverWithinBounds: three `samsa server` processes with embedded
+// etcd members and default settings, under idempotent acks=all load: one
+// kill -9 of each kind (a partition leader, the broker that leads
+// nothing, the etcd leader's host), a pause past the session timeout, and
+// a whole-cluster kill -9 and restart, each timed until every partition
+// acknowledges and delivers writes again.
+func TestFailoverWithinBounds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three brokers, three kills, a pause and a restart: about a minute")
+	}
+	c := startFailoverCluster(t, nil)
+	c.createFailoverTopic(t)
+	load := startFailoverLoad(t, c)
+	load.resumed(t, c, 0, time.Now())
+	for i, kind := range failoverKinds {
+		acks, _ := c.kill(t, load, kind, i+1)
+		if worst := failoverMax(acks); worst > 2*failoverTarget {
+			t.Errorf("kill -9 of a broker (%s): acks resumed on every partition after %v, want at most %v (twice the %v target)",
+				kind, worst.Round(time.Millisecond), 2*failoverTarget, failoverTarget)
+		}
+	}
+	// Paused for twice its session timeout (2 s), on the etcd leader's
+	// host: it loses its session and registers again; nobody exits.
+	c.pause(t, load, 1, 4*time.Second, 1)
+	if c.exits > 0 {
+		t.Errorf("%d brokers exited after a pause of one", c.exits)
+	}
+	acks, _ := c.restartAll(t, load, syscall.SIGKILL, 1)
+	if worst := failoverMax(acks); worst > 2*restartTarget {
+		t.Errorf("whole-cluster restart after kill -9: acks resumed on every partition %v after the starts, want at most %v (twice the %v target)",
+			worst.Round(time.Millisecond), 2*restartTarget, restartTarget)
+	}
 }
