@@ -24,18 +24,23 @@ package test
 //	SAMSA_FAILOVER_OVERRIDES  name=value settings for every broker, space-separated
 //	SAMSA_FAILOVER_PAUSES     SIGSTOP rounds (default 3)
 //	SAMSA_FAILOVER_PAUSE      how long each pause lasts (default 5s)
+//	SAMSA_FAILOVER_PAUSE_MAX  instead, a random length from 1 s to this
+//	SAMSA_FAILOVER_SEED       the random lengths' seed (default: the time)
 //	SAMSA_FAILOVER_RESTARTS   rounds of each whole-cluster restart (default 1)
 //	SAMSA_FAILOVER_LOGS       a directory to keep the brokers' logs in
 //	SAMSA_FAILOVER_CLIENT_DEFAULTS=1  franz-go's default retry backoff and
 //	                          5 s metadata min age instead of 100 ms
 //
 // Timings on a shared machine are noisy: compare medians over many samples.
+// TestFailoverWithinBounds runs one round of each with default settings and
+// fails past twice issue 10's targets.
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -689,8 +694,21 @@ func BenchmarkFailover(b *testing.B) {
 	if d, err := time.ParseDuration(os.Getenv("SAMSA_FAILOVER_PAUSE")); err == nil {
 		pause = d
 	}
+	// SAMSA_FAILOVER_PAUSE_MAX: each pause lasts a random time from 1 s
+	// to that (seeded with SAMSA_FAILOVER_SEED, else the time).
+	var rnd *rand.Rand
+	maxPause, _ := time.ParseDuration(os.Getenv("SAMSA_FAILOVER_PAUSE_MAX"))
+	if maxPause > time.Second {
+		seed := uint64(failoverEnvInt("SAMSA_FAILOVER_SEED", int(time.Now().UnixNano()%1e9)))
+		b.Logf("pauses of 1 s to %v, seed %d", maxPause, seed)
+		rnd = rand.New(rand.NewPCG(seed, seed))
+	}
 	for j := range failoverEnvInt("SAMSA_FAILOVER_PAUSES", 3) {
-		acks, _ := c.pause(b, load, int32(j%3+1), pause, j+1)
+		d := pause
+		if rnd != nil {
+			d = time.Second + time.Duration(rnd.Int64N(int64(maxPause-time.Second)))
+		}
+		acks, _ := c.pause(b, load, int32(j%3+1), d, j+1)
 		pauses.add(failoverMax(acks))
 	}
 
