@@ -123,6 +123,12 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 			} else {
 				err = a.part.WaitLocal(a.epoch, a.end)
 			}
+			if err == nil && !b.session.Live() {
+				// Past its session's deadline, a peer may have fenced
+				// this broker and the controller elected other leaders:
+				// acknowledge nothing (coord's "Liveness").
+				err = replica.ErrNotLeader
+			}
 			if err != nil {
 				a.resp.ErrorCode = errorCode(err)
 				if errors.Is(err, context.Canceled) {

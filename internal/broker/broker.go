@@ -82,6 +82,9 @@ type Broker struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	// logsCloseErr is what closing the partitions' logs reported (Close):
+	// non-nil if a log failed or did not close cleanly.
+	logsCloseErr error
 }
 
 // logFailed stops the broker after an I/O error failed one of its logs, as
@@ -154,14 +157,17 @@ func Run(ctx context.Context, cfg Config) error {
 	for incarnation := 1; ; incarnation++ {
 		b := &Broker{cfg: cfg, logger: logger, host: h}
 		if err := b.start(ctx); err != nil {
-			err = errors.Join(err, b.Close())
-			if incarnation == 1 || ctx.Err() != nil || !restartable(err) {
-				return errors.Join(err, h.close())
+			closeErr := b.Close()
+			if ctx.Err() != nil && incarnation > 1 {
+				return h.close() // stopped while registering again
+			}
+			if incarnation == 1 || !restartable(err) || b.logsCloseErr != nil {
+				return errors.Join(err, closeErr, h.close())
 			}
 			logger.Warn("cannot register again yet; retrying", "incarnation", incarnation, "err", err, "retry_in", restartBackoff)
 			select {
 			case <-ctx.Done():
-				return errors.Join(ctx.Err(), h.close())
+				return h.close()
 			case <-time.After(restartBackoff):
 			}
 			continue
@@ -171,16 +177,24 @@ func Run(ctx context.Context, cfg Config) error {
 			return errors.Join(b.Close(), h.close())
 		case <-b.session.Done():
 		}
-		if ferr := b.logFailedErr.Load(); ferr != nil {
-			// A non-zero exit, whatever Close reports: a supervisor that
-			// restarts on failure (systemd, Docker's on-failure) must
-			// restart the broker, which comes back recovering.
-			logger.Error("broker stopped after a log failure", "err", *ferr)
-			return errors.Join(*ferr, fmt.Errorf("broker: %w", coord.ErrSessionLost), b.Close(), h.close())
-		}
 		logger.Warn("broker registration lost: stopping this incarnation and registering again", "incarnation", incarnation)
-		if err := b.Close(); err != nil {
-			return errors.Join(fmt.Errorf("broker: %w", coord.ErrSessionLost), err, h.close())
+		closeErr := b.Close()
+		if ferr := b.logFailedErr.Load(); ferr != nil || b.logsCloseErr != nil {
+			// A non-zero exit: a supervisor that restarts on failure
+			// (systemd, Docker's on-failure) must restart the broker,
+			// which comes back recovering (Close wrote no clean-shutdown
+			// marker).
+			var failed error
+			if ferr != nil {
+				failed = *ferr
+			}
+			logger.Error("broker stopped after a log failure", "err", errors.Join(failed, b.logsCloseErr))
+			return errors.Join(failed, fmt.Errorf("broker: %w", coord.ErrSessionLost), closeErr, h.close())
+		}
+		if closeErr != nil {
+			// Revoking a lost session fails while etcd is unreachable;
+			// the lease expires or the next registration replaces it.
+			logger.Warn("closing the incarnation that lost its registration", "err", closeErr)
 		}
 	}
 }
@@ -494,6 +508,10 @@ func (b *Broker) Close() error {
 			logsErr = b.partitions.closeAll()
 			errs = append(errs, logsErr)
 		}
+		if ferr := b.logFailedErr.Load(); ferr != nil && logsErr == nil {
+			logsErr = *ferr
+		}
+		b.logsCloseErr = logsErr
 		if b.session != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			errs = append(errs, b.session.Close(ctx))

@@ -602,6 +602,11 @@ func (m *partitionManager) closeAll() error {
 	m.mu.Unlock()
 	var errs []error
 	for _, lp := range parts {
+		// A failed log closes without an error (it skips the flush),
+		// but must count as not closed cleanly: no clean-shutdown marker.
+		if err := lp.Log().Err(); err != nil {
+			errs = append(errs, fmt.Errorf("broker: log of %s-%d: %w", lp.Topic, lp.Index, err))
+		}
 		errs = append(errs, lp.Close(false))
 	}
 	return errors.Join(errs...)

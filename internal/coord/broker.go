@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -40,6 +41,9 @@ type Session struct {
 	timeout        time.Duration // the session timeout asked for
 	createRevision int64
 	heartbeat      []byte // the heartbeat key's value (heartbeatValue)
+	// deadline is when the session counts itself lost unless renewed
+	// (Unix nanoseconds; see run and Live).
+	deadline atomic.Int64
 
 	stop context.CancelFunc // stops the keepalive
 	done chan struct{}      // closed when the keepalive goroutine exits
@@ -177,6 +181,7 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 		return nil, c.wrapErr(op, err)
 	}
 	deadline := renewed.Add(s.lostAfter(time.Duration(once.TTL) * time.Second))
+	s.deadline.Store(deadline.UnixNano())
 	kctx, stop := context.WithCancel(c.ctx)
 	s.stop = stop
 	if err := c.goStart(func() { s.run(kctx, deadline) }); err != nil {
@@ -222,17 +227,29 @@ func (s *Session) lostAfter(ttl time.Duration) time.Duration {
 	return min(ttl-lostMargin(ttl), s.timeout-lostMargin(s.timeout))
 }
 
-// beat writes the session's heartbeat (see WatchPeers) on its lease.
+// errFenced: the session's registration is gone (a peer fenced it, see
+// WatchPeers), found by its heartbeat.
+var errFenced = errors.New("coord: registration gone")
+
+// beat writes the session's heartbeat (see WatchPeers) on its lease, only
+// while its registration is this incarnation's: a heartbeat that lands
+// after a peer fenced the session fails (errFenced) instead of counting as
+// a renewal. There is no exception for an etcd that takes no writes (its
+// space quota exhausted): a session whose heartbeats do not land ends,
+// since peers fence by what landed.
 func (s *Session) beat(ctx context.Context) error {
-	_, err := s.client.etcd.Put(ctx, s.client.keys.abs(relHeartbeat(s.id)), string(s.heartbeat), clientv3.WithLease(s.lease))
-	if errors.Is(err, rpctypes.ErrNoSpace) {
-		// etcd takes no writes (its space quota is exhausted): nobody's
-		// heartbeat lands, so nobody fences anybody for want of them
-		// (WatchPeers needs its own to land), and the lease alone
-		// decides.
-		return nil
+	reg := s.client.keys.abs(relBroker(s.id))
+	resp, err := s.client.etcd.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(reg), "=", s.createRevision)).
+		Then(clientv3.OpPut(s.client.keys.abs(relHeartbeat(s.id)), string(s.heartbeat), clientv3.WithLease(s.lease))).
+		Commit()
+	if err != nil {
+		return err
 	}
-	return err
+	if !resp.Succeeded {
+		return errFenced
+	}
+	return nil
 }
 
 // run renews the lease and writes a heartbeat, every keepAliveInterval,
@@ -267,8 +284,8 @@ func (s *Session) run(ctx context.Context, deadline time.Time) {
 		resp, err := s.client.etcd.KeepAliveOnce(rctx, s.lease)
 		if err == nil && resp.TTL > 0 {
 			if berr := s.beat(rctx); berr != nil {
-				if errors.Is(berr, rpctypes.ErrLeaseNotFound) {
-					resp.TTL = 0 // revoked in between
+				if errors.Is(berr, rpctypes.ErrLeaseNotFound) || errors.Is(berr, errFenced) {
+					resp.TTL = 0 // revoked or fenced in between
 				} else {
 					err = berr
 				}
@@ -279,6 +296,7 @@ func (s *Session) run(ctx context.Context, deadline time.Time) {
 		case err == nil && resp.TTL > 0:
 			ttl = time.Duration(resp.TTL) * time.Second
 			deadline = sent.Add(s.lostAfter(ttl))
+			s.deadline.Store(deadline.UnixNano())
 			wait = keepAliveInterval(s.timeout)
 		case errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil:
 			s.finish("lease expired or revoked")
@@ -303,6 +321,21 @@ func (s *Session) finish(why string) {
 	}
 	s.err = ErrSessionLost
 	s.client.log.Warn("coord: broker session lost", "broker", s.id, "lease", int64(s.lease), "reason", why)
+}
+
+// Live reports whether the session is live now: not ended, and its
+// deadline (its last renewal's send plus lostAfter) not passed. Unlike
+// Done, which the keepalive goroutine closes once it notices, Live is
+// exact at the moment of the call: a leader asks it before acknowledging
+// a write, so that it acknowledges nothing once a peer may have fenced
+// it, however late its goroutines run.
+func (s *Session) Live() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	return time.Now().UnixNano() < s.deadline.Load()
 }
 
 // Done is closed when the session ends: lease lost, Close, or Client.Close.
@@ -427,28 +460,56 @@ func (c *Client) Brokers(ctx context.Context) ([]meta.Broker, error) {
 }
 
 // FenceBroker ends the session of broker id's incarnation whose
-// registration has the given create revision, by revoking its lease: etcd
-// deletes its registration (and the controller key, if it holds it) at
-// once, as when the lease expires, and the broker, whose next renewal
-// fails, registers again as a new incarnation. It reports whether it
-// revoked anything: false if that incarnation's registration is gone
-// already (expired, fenced, replaced).
+// registration has the given create revision: in one transaction it
+// deletes the registration, the heartbeat and the controller key if that
+// incarnation holds it, as its lease's expiry would, then revokes the
+// lease. The broker, whose next renewal fails, registers again as a new
+// incarnation. It reports whether it fenced anything: false if that
+// incarnation's registration is gone already (expired, fenced, replaced).
 func (c *Client) FenceBroker(ctx context.Context, id int32, createRevision int64) (bool, error) {
+	return c.fence(ctx, id, createRevision, 0)
+}
+
+// fence is FenceBroker, and with heartbeatRevision > 0 only if the
+// broker's heartbeat key still has that mod revision: no heartbeat of it
+// landed since the one the caller judged by (WatchPeers).
+func (c *Client) fence(ctx context.Context, id int32, createRevision, heartbeatRevision int64) (bool, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
 	op := fmt.Sprintf("fence broker %d", id)
-	resp, err := c.etcd.Get(ctx, c.keys.abs(relBroker(id)))
+	reg, hb, ctrl := c.keys.abs(relBroker(id)), c.keys.abs(relHeartbeat(id)), c.keys.abs(keyController)
+	resp, err := c.etcd.Get(ctx, reg)
 	if err != nil {
 		return false, c.wrapErr(op, err)
 	}
 	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != createRevision || resp.Kvs[0].Lease == 0 {
 		return false, nil
 	}
-	if _, err := c.etcd.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
-		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return false, nil
-		}
+	lease := resp.Kvs[0].Lease
+	conds := []clientv3.Cmp{
+		clientv3.Compare(clientv3.CreateRevision(reg), "=", createRevision),
+		clientv3.Compare(clientv3.LeaseValue(reg), "=", lease),
+	}
+	if heartbeatRevision > 0 {
+		conds = append(conds, clientv3.Compare(clientv3.ModRevision(hb), "=", heartbeatRevision))
+	}
+	tresp, err := c.etcd.Txn(ctx).If(conds...).Then(
+		clientv3.OpDelete(reg),
+		clientv3.OpDelete(hb),
+		clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.LeaseValue(ctrl), "=", lease)},
+			[]clientv3.Op{clientv3.OpDelete(ctrl)}, nil),
+	).Commit()
+	if err != nil {
 		return false, c.wrapErr(op, err)
+	}
+	if !tresp.Succeeded {
+		return false, nil
+	}
+	c.noteRevision(tresp.Header.Revision)
+	// The keys are gone; revoking the lease ends its keepalives too (and
+	// anything else on it). If this fails the lease expires.
+	if _, err := c.etcd.Revoke(ctx, clientv3.LeaseID(lease)); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		c.log.Warn("coord: fenced broker's lease not revoked; it expires", "broker", id, "err", err)
 	}
 	return true, nil
 }

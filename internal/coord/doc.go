@@ -178,15 +178,19 @@
 //     checkpoint interval (5 minutes) left. So when the dead broker hosted
 //     the etcd leader, its lease alone would outlive it by that much. Each
 //     renewal therefore also writes heartbeats/<id> (a raft write: it
-//     lands only through the quorum), and every broker watches the others'
-//     heartbeats and revokes the lease of one whose heartbeat has not
-//     landed for its session timeout, provided two of its own landed since
-//     (so etcd takes writes and its watch is current: a paused or cut-off
-//     broker fences nobody). The watch orders all heartbeats by revision,
-//     so the measure does not depend on which member leads, and the fenced
-//     broker has declared its own session lost before (see Broker
-//     sessions). A fenced broker that is alive registers again as a new
-//     incarnation (internal/broker, Run).
+//     lands only through the quorum, and only while the registration is
+//     that incarnation's), and every broker watches the others' heartbeats
+//     and fences one whose heartbeat has not landed for its session
+//     timeout, provided two of its own landed since (a paused or cut-off
+//     broker fences nobody): one transaction, conditioned on the peer's
+//     heartbeat being the one it judged by, deletes the peer's
+//     registration, heartbeat and controller key, then its lease is
+//     revoked. The fenced broker has declared its own session lost before
+//     (see Broker sessions), and acknowledges no write past that deadline
+//     (Session.Live). A fenced broker that is alive registers again as a
+//     new incarnation (internal/broker, Run). While etcd takes no writes
+//     (its space quota exhausted: the NOSPACE alarm) no heartbeat lands,
+//     so every session ends until an operator frees space.
 //
 // Nothing on those paths waits on a Kafka client: no lock, queue or
 // channel of internal/protocol or of the request handlers. What they do

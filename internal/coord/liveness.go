@@ -21,7 +21,9 @@ type heartbeatValue struct {
 // peer is another broker's heartbeat as WatchPeers follows it.
 type peer struct {
 	heartbeatValue
-	// seen is when its last heartbeat was applied here.
+	// rev is its last heartbeat's mod revision; seen is when that was
+	// applied here.
+	rev  int64
 	seen time.Time
 	// own counts this session's heartbeats applied here since.
 	own int
@@ -39,22 +41,27 @@ const ownBeatsBeforeFence = 2
 // done or s ends. It follows heartbeats/ and, when a peer's last heartbeat
 // was applied here at least that peer's session timeout ago, while at
 // least ownBeatsBeforeFence of s's own heartbeats were applied since, it
-// revokes the peer's lease (FenceBroker).
+// fences the peer (FenceBroker), on condition that no heartbeat of it
+// landed since the one applied here.
 //
 // Why: a broker's lease alone expires a session timeout after the etcd
 // leader last renewed it, but an etcd leader that takes over extends every
 // lease by a whole TTL and an election timeout (it cannot know when they
 // were last renewed); when the dead broker hosted the etcd leader, its
-// session would outlive it by that much. Heartbeats are raft writes: a
-// broker whose heartbeat lands is connected to the etcd quorum, and the
-// watch orders everybody's heartbeats, so "no heartbeat from it since this
-// many of mine" is measured the same whichever member leads. A peer is
-// fenced only after its full session timeout since its last heartbeat
-// landed, and the peer itself declares its session lost sooner (lostAfter,
-// counted from when it sent that heartbeat, no later than it landed): it
-// has stopped acting as leader before the controller can elect another. A
-// session that cannot write, paused or cut off, fences nobody, since its
-// own heartbeats do not land.
+// session would outlive it by that much. Heartbeats are raft writes, so a
+// broker whose heartbeat lands is connected to the etcd quorum.
+//
+// Why it is safe: the fence is a transaction conditioned on the peer's
+// heartbeat key still having the revision applied here, so the peer's last
+// successful renewal is the one that wrote it, sent before it landed and so
+// more than its session timeout before the fence; the peer declared its
+// session lost sooner (lostAfter), and has stopped acknowledging writes
+// (Live) before the controller can elect another leader. A heartbeat of
+// the peer that lands after the fence fails (beat is conditioned on the
+// registration), so it cannot count as a renewal. However late this
+// watch's view, it fences no broker whose heartbeats still land. The own
+// heartbeats it waits for keep a session whose writes do not land (paused,
+// cut off, etcd without a quorum) from fencing anybody at all.
 func (c *Client) WatchPeers(ctx context.Context, s *Session) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -93,7 +100,7 @@ func (c *Client) watchPeers(ctx context.Context, s *Session) error {
 	peers := map[int32]*peer{}
 	for _, kv := range resp.Kvs {
 		if id, hb, ok := c.parseHeartbeat(kv); ok && id != s.id {
-			peers[id] = &peer{heartbeatValue: hb, seen: now}
+			peers[id] = &peer{heartbeatValue: hb, rev: kv.ModRevision, seen: now}
 		}
 	}
 	// WithRequireLeader: a member cut off from the quorum ends the watch
@@ -123,7 +130,7 @@ func (c *Client) watchPeers(ctx context.Context, s *Session) error {
 					}
 				}
 			default:
-				peers[id] = &peer{heartbeatValue: hb, seen: now}
+				peers[id] = &peer{heartbeatValue: hb, rev: ev.Kv.ModRevision, seen: now}
 			}
 		}
 		if !beat {
@@ -135,7 +142,7 @@ func (c *Client) watchPeers(ctx context.Context, s *Session) error {
 				continue
 			}
 			p.fencing = true
-			fenced, err := c.FenceBroker(ctx, id, p.Incarnation)
+			fenced, err := c.fence(ctx, id, p.Incarnation, p.rev)
 			switch {
 			case err != nil:
 				p.fencing = false // try again at the next heartbeat
