@@ -123,7 +123,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 			} else {
 				err = a.part.WaitLocal(a.epoch, a.end)
 			}
-			if err == nil && !b.session.Live() {
+			if err == nil && !b.sessionLive() {
 				// Past its session's deadline, a peer may have fenced
 				// this broker and the controller elected other leaders:
 				// acknowledge nothing (coord's "Liveness").

@@ -110,6 +110,10 @@ func (b *Broker) logFailed(lp *localPartition, err error) {
 	})
 }
 
+// sessionLive reports whether the broker's session is live now
+// (coord.Session.Live): a leader acknowledges no write past its deadline.
+func (b *Broker) sessionLive() bool { return b.session != nil && b.session.Live() }
+
 // Start brings a broker up: metadata store, registration, listeners,
 // partition replicas. It returns once the broker serves requests; Close
 // stops it.

@@ -28,6 +28,9 @@ const offsetsTopicSegmentBytes = 100 << 20
 // offsetsStore is a __consumer_offsets partition led here.
 type offsetsStore struct {
 	lp *localPartition
+	// live, if set, reports whether the broker's session is live
+	// (coord.Session.Live): past its deadline nothing is acknowledged.
+	live func() bool
 }
 
 var _ group.Store = offsetsStore{}
@@ -49,7 +52,11 @@ func (s offsetsStore) Append(epoch int32, recs []records.KV) (int64, error) {
 // WaitCommitted waits until offsets below end are committed, by this
 // replica as leader in epoch throughout.
 func (s offsetsStore) WaitCommitted(ctx context.Context, epoch int32, end int64) error {
-	return notLeader(s.lp.WaitCommitted(ctx, epoch, end))
+	err := s.lp.WaitCommitted(ctx, epoch, end)
+	if err == nil && s.live != nil && !s.live() {
+		err = replica.ErrNotLeader // a peer may have fenced this broker
+	}
+	return notLeader(err)
 }
 
 // notLeader wraps the replica's errors for a partition no longer led here
@@ -136,7 +143,7 @@ func (b *Broker) groupRoleChanged(s *coord.Snapshot, tp topicPartition, lp *loca
 	if vt, ok := s.Topics[group.OffsetsTopic]; ok {
 		n = int32(len(vt.Topic.Partitions))
 	}
-	b.groups.Elected(tp.partition, epoch, n, offsetsStore{lp})
+	b.groups.Elected(tp.partition, epoch, n, offsetsStore{lp: lp, live: b.sessionLive})
 }
 
 // runGroupTicks drives the coordinator's timers until ctx is done.

@@ -51,7 +51,7 @@ func TestGroupExpiryAndDeleteAppendOncePerPartition(t *testing.T) {
 	c := group.New(gcfg)
 	defer c.Close()
 	var appends atomic.Int64
-	c.Elected(0, 1, 1, countingStore{offsetsStore{&localPartition{Partition: p}}, &appends})
+	c.Elected(0, 1, 1, countingStore{offsetsStore{lp: &localPartition{Partition: p}}, &appends})
 	for {
 		if _, code := c.List(nil); code == 0 {
 			break

@@ -33,7 +33,7 @@ func TestGroupFetchAfterFailoverUnderMinISR(t *testing.T) {
 	c := group.New(gcfg)
 	defer c.Close()
 	elect := func(epoch int32) {
-		c.Elected(0, epoch, 1, offsetsStore{&localPartition{Partition: p}})
+		c.Elected(0, epoch, 1, offsetsStore{lp: &localPartition{Partition: p}})
 		for {
 			if _, code := c.List(nil); code == 0 {
 				break

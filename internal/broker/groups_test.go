@@ -28,7 +28,7 @@ func TestOffsetsStoreFencedByLeaderEpoch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := offsetsStore{&localPartition{Partition: p}}
+	s := offsetsStore{lp: &localPartition{Partition: p}}
 	recs := []records.KV{{Key: []byte("k"), Value: []byte("v")}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
