@@ -10,13 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,63 +22,8 @@ import (
 
 	"github.com/samsa-io/samsa/internal/broker"
 	"github.com/samsa-io/samsa/internal/coord"
-	klog "github.com/samsa-io/samsa/internal/log"
+	"github.com/samsa-io/samsa/internal/testutil"
 )
-
-// syncFailFS is the OS file system, except that once armed every fsync of
-// a file under one directory (one partition's log) fails with EIO, as on a
-// disk that went bad.
-type syncFailFS struct {
-	klog.OSFS
-	dir    atomic.Pointer[string]
-	failed atomic.Int64 // fsyncs failed
-}
-
-// failSyncsUnder makes every later fsync of a file in dir, and of dir
-// itself, fail.
-func (f *syncFailFS) failSyncsUnder(dir string) {
-	dir = filepath.Clean(dir)
-	f.dir.Store(&dir)
-}
-
-func (f *syncFailFS) hits(name string) bool {
-	dir := f.dir.Load()
-	if dir == nil {
-		return false
-	}
-	name = filepath.Clean(name)
-	return name == *dir || strings.HasPrefix(name, *dir+string(filepath.Separator))
-}
-
-func (f *syncFailFS) OpenFile(name string, flag int, perm fs.FileMode) (klog.File, error) {
-	file, err := f.OSFS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &syncFailFile{File: file, name: name, fs: f}, nil
-}
-
-func (f *syncFailFS) SyncDir(dir string) error {
-	if f.hits(dir) {
-		f.failed.Add(1)
-		return &fs.PathError{Op: "fsync", Path: dir, Err: syscall.EIO}
-	}
-	return f.OSFS.SyncDir(dir)
-}
-
-type syncFailFile struct {
-	klog.File
-	name string
-	fs   *syncFailFS
-}
-
-func (f *syncFailFile) Sync() error {
-	if f.fs.hits(f.name) {
-		f.fs.failed.Add(1)
-		return &fs.PathError{Op: "fdatasync", Path: f.name, Err: syscall.EIO}
-	}
-	return f.File.Sync()
-}
 
 // logFailCluster is the checked cluster of TestFailedLogLeavesISRs: three
 // in-process brokers on one etcd, the victim's replicas not expected back
@@ -162,7 +104,7 @@ func testFailedLogLeavesISRs(t *testing.T, failLed bool) {
 
 	// The victim runs under broker.Run, as the samsa binary does, with a
 	// log file system that fails fsyncs on demand.
-	faults := &syncFailFS{}
+	faults := &testutil.SyncFailFS{}
 	vcfg := broker.DefaultConfig()
 	vcfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
 	vcfg.DataDir = t.TempDir()
@@ -271,7 +213,7 @@ func testFailedLogLeavesISRs(t *testing.T, failLed bool) {
 	}
 	t.Logf("broker %d leads %v and follows %v; failing the fsyncs of partition %d", victim, led, followed, failing)
 
-	faults.failSyncsUnder(filepath.Join(vcfg.DataDir, "logs", fmt.Sprintf("%s-%d", topic, failing)))
+	faults.FailSyncsUnder(filepath.Join(vcfg.DataDir, "logs", fmt.Sprintf("%s-%d", topic, failing)))
 	failedAt := time.Now()
 
 	// Within the bound: no registration, no leadership and no ISR
@@ -303,13 +245,13 @@ func testFailedLogLeavesISRs(t *testing.T, failLed bool) {
 			problems = append(problems, fmt.Sprintf("broker %d's Run has not returned", victim))
 		}
 		if len(problems) > 0 {
-			return fmt.Errorf("%s (%d fsyncs failed)", strings.Join(problems, "; "), faults.failed.Load())
+			return fmt.Errorf("%s (%d fsyncs failed)", strings.Join(problems, "; "), faults.Failed())
 		}
 		return nil
 	})
 	t.Logf("broker %d deregistered, out of every ISR and leadership, stopped %v after its fsyncs began to fail (%d failed)",
-		victim, time.Since(failedAt).Round(time.Millisecond), faults.failed.Load())
-	if faults.failed.Load() == 0 {
+		victim, time.Since(failedAt).Round(time.Millisecond), faults.Failed())
+	if faults.Failed() == 0 {
 		t.Fatalf("no fsync failed, yet broker %d stopped", victim)
 	}
 	if !errors.Is(runErr, coord.ErrSessionLost) {

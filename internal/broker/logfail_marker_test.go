@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,46 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-io/samsa/internal/coord"
-	klog "github.com/samsa-io/samsa/internal/log"
+	"github.com/samsa-io/samsa/internal/testutil"
 )
-
-type syncFailFS struct {
-	klog.OSFS
-	dir atomic.Pointer[string]
-}
-
-func (f *syncFailFS) hits(name string) bool {
-	d := f.dir.Load()
-	return d != nil && (filepath.Clean(name) == *d || strings.HasPrefix(filepath.Clean(name), *d+string(filepath.Separator)))
-}
-
-func (f *syncFailFS) OpenFile(name string, flag int, perm fs.FileMode) (klog.File, error) {
-	file, err := f.OSFS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return &syncFailFile{File: file, name: name, fs: f}, nil
-}
-
-func (f *syncFailFS) SyncDir(dir string) error {
-	if f.hits(dir) {
-		return &fs.PathError{Op: "fsync", Path: dir, Err: syscall.EIO}
-	}
-	return f.OSFS.SyncDir(dir)
-}
-
-type syncFailFile struct {
-	klog.File
-	name string
-	fs   *syncFailFS
-}
-
-func (f *syncFailFile) Sync() error {
-	if f.fs.hits(f.name) {
-		return &fs.PathError{Op: "fdatasync", Path: f.name, Err: syscall.EIO}
-	}
-	return f.File.Sync()
-}
 
 // TestLogFailureLeavesNoCleanMarker: a broker whose log failed (its
 // fsyncs fail) must not write the clean-shutdown marker when it closes,
@@ -74,7 +32,7 @@ func TestLogFailureLeavesNoCleanMarker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	faults := &syncFailFS{}
+	faults := &testutil.SyncFailFS{}
 	cfg := DefaultConfig()
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
 	cfg.DataDir = t.TempDir()
@@ -120,7 +78,7 @@ func TestLogFailureLeavesNoCleanMarker(t *testing.T) {
 			t.Fatalf("produce: %v", err)
 		}
 	}
-	faults.dir.Store(ptr(filepath.Clean(filepath.Join(cfg.DataDir, "logs", "lf-0"))))
+	faults.FailSyncsUnder(filepath.Join(cfg.DataDir, "logs", "lf-0"))
 	pctx, pc := context.WithTimeout(ctx, 5*time.Second)
 	perr := cl.ProduceSync(pctx, &kgo.Record{Topic: "lf", Value: []byte("fails")}).FirstErr()
 	pc()
@@ -138,5 +96,3 @@ func TestLogFailureLeavesNoCleanMarker(t *testing.T) {
 		t.Errorf("clean-shutdown marker written after a log failure: the next start is clean, not recovering")
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

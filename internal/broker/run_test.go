@@ -7,78 +7,12 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/testutil"
 )
-
-// etcdProxy forwards TCP to target and can cut every connection and
-// refuse new ones (an etcd quorum the broker cannot reach).
-type etcdProxy struct {
-	l      net.Listener
-	target string
-	mu     sync.Mutex
-	down   bool
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-}
-
-func newEtcdProxy(t *testing.T, target string) *etcdProxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &etcdProxy{l: l, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			if p.down {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			up, err := net.Dial("tcp", p.target)
-			if err != nil {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-			p.wg.Add(2)
-			p.mu.Unlock()
-			pipe := func(dst, src net.Conn) {
-				defer p.wg.Done()
-				io.Copy(dst, src)
-				dst.Close()
-				src.Close()
-			}
-			go pipe(c, up)
-			go pipe(up, c)
-		}
-	}()
-	t.Cleanup(func() { l.Close(); p.setDown(true); p.wg.Wait() })
-	return p
-}
-
-func (p *etcdProxy) setDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for c := range p.conns {
-			c.Close()
-		}
-		p.conns = map[net.Conn]struct{}{}
-	}
-}
 
 // TestRunRegistersAgainAfterEtcdUnreachable: a broker cut off from etcd
 // loses its session; closing that incarnation cannot revoke the lease
@@ -100,7 +34,7 @@ func TestRunRegistersAgainAfterEtcdUnreachable(t *testing.T) {
 	if i := len("http://"); len(u) > i && u[:i] == "http://" {
 		u = u[i:]
 	}
-	px := newEtcdProxy(t, u)
+	px := testutil.NewProxy(t, u)
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -111,7 +45,7 @@ func TestRunRegistersAgainAfterEtcdUnreachable(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:" + strconv.Itoa(port)}
 	cfg.DataDir = t.TempDir()
-	cfg.MetadataEndpoints = []string{"http://" + px.l.Addr().String()}
+	cfg.MetadataEndpoints = []string{"http://" + px.Addr()}
 	cfg.Logger = quiet
 
 	obs, err := coord.Connect(ctx, e.Endpoints(), cfg.ClusterName, coord.WithLogger(quiet))
@@ -156,9 +90,9 @@ func TestRunRegistersAgainAfterEtcdUnreachable(t *testing.T) {
 		t.Fatalf("first incarnation did not register")
 	}
 	// etcd unreachable for 8 s: the session ends (lostAfter 1.5 s).
-	px.setDown(true)
+	px.SetDown(true)
 	time.Sleep(8 * time.Second) // the fault: etcd out of reach for 8 s
-	px.setDown(false)
+	px.SetDown(false)
 	select {
 	case err := <-runDone:
 		runDone <- err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/testutil"
 )
 
 var incarnation atomic.Int64
@@ -157,14 +158,14 @@ func TestRegisterBrokerSameIncarnationTakesOver(t *testing.T) {
 // expires the lease, and etcd deletes the registration.
 func TestSessionLostWhenEtcdUnreachable(t *testing.T) {
 	eps := sharedEtcd(t)
-	p := newProxy(t, eps[0])
+	p := testutil.NewProxy(t, eps[0])
 	cluster := clusterName(t)
-	c := connect(t, p.endpoints(), cluster)
+	c := connect(t, p.Endpoints(), cluster)
 	observer := connect(t, eps, cluster)
 	const ttl = 3 * time.Second
 	s := register(t, c, testBroker(3), ttl)
 
-	p.setDown(true)
+	p.SetDown(true)
 	// Fencing order: the session ends before etcd can delete the
 	// registration (which the controller takes as the broker's death).
 	waitFor(t, 3*ttl, func() error {
@@ -186,7 +187,7 @@ func TestSessionLostWhenEtcdUnreachable(t *testing.T) {
 	}
 
 	// Reachable again: the broker registers anew.
-	p.setDown(false)
+	p.SetDown(false)
 	s2 := register(t, c, testBroker(3), ttl)
 	select {
 	case <-s2.Done():

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/testutil"
 )
 
 func newCache(t *testing.T, c *Client) *Cache {
@@ -229,15 +230,15 @@ func TestCacheWaitRevision(t *testing.T) {
 // restarted from a fresh read, and the cache converges.
 func TestCacheSurvivesCompaction(t *testing.T) {
 	eps := sharedEtcd(t)
-	p := newProxy(t, eps[0])
+	p := testutil.NewProxy(t, eps[0])
 	cluster := clusterName(t)
-	viaProxy := connect(t, p.endpoints(), cluster)
+	viaProxy := connect(t, p.Endpoints(), cluster)
 	direct := connect(t, eps, cluster)
 	createTopic(t, direct, "kept", 2)
 	createTopic(t, direct, "doomed", 1)
 	cache := newCache(t, viaProxy)
 
-	p.setDown(true)
+	p.SetDown(true)
 	// Changes the cache cannot see: a create, an update, a delete.
 	createTopic(t, direct, "born", 2)
 	vp, _ := cache.Snapshot().Partition("kept", 0)
@@ -252,7 +253,7 @@ func TestCacheSurvivesCompaction(t *testing.T) {
 	if _, err := direct.etcd.Compact(testCtx(t), direct.LastRevision(), clientv3.WithCompactPhysical()); err != nil {
 		t.Fatal(err)
 	}
-	p.setDown(false)
+	p.SetDown(false)
 
 	waitFor(t, 20*time.Second, func() error {
 		s := cache.Snapshot()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/testutil"
 )
 
 func TestClusterIDStableAcrossClients(t *testing.T) {
@@ -80,15 +81,15 @@ func TestConnectValidates(t *testing.T) {
 // timeout.
 func TestUnreachableEtcdReturnsPromptly(t *testing.T) {
 	eps := sharedEtcd(t)
-	p := newProxy(t, eps[0])
+	p := testutil.NewProxy(t, eps[0])
 	cluster := clusterName(t)
-	c := connect(t, p.endpoints(), cluster, WithRequestTimeout(time.Second))
+	c := connect(t, p.Endpoints(), cluster, WithRequestTimeout(time.Second))
 	direct := connect(t, eps, cluster)
 	topic := meta.Topic{Name: "t", ID: meta.NewTopicID(), Partitions: [][]int32{{1}}}
 	if err := direct.CreateTopic(testCtx(t), topic, []meta.PartitionState{{Topic: "t", Leader: 1, ISR: []int32{1}}}); err != nil {
 		t.Fatal(err)
 	}
-	p.setDown(true)
+	p.SetDown(true)
 
 	calls := []struct {
 		name string
@@ -121,7 +122,7 @@ func TestUnreachableEtcdReturnsPromptly(t *testing.T) {
 			return err
 		}},
 		{"Connect", func(ctx context.Context) error {
-			c2, err := Connect(ctx, p.endpoints(), cluster, WithLogger(quietLogger()))
+			c2, err := Connect(ctx, p.Endpoints(), cluster, WithLogger(quietLogger()))
 			if err == nil {
 				c2.Close()
 			}
@@ -157,7 +158,7 @@ func TestUnreachableEtcdReturnsPromptly(t *testing.T) {
 	})
 
 	// Back up: the same client works again.
-	p.setDown(false)
+	p.SetDown(false)
 	waitFor(t, 10*time.Second, func() error { _, err := c.Brokers(testCtx(t)); return err })
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -131,92 +130,6 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
 		}
 		<-tick.C
 	}
-}
-
-// proxy forwards TCP connections to an etcd member and can cut them, so
-// that a client finds etcd unreachable while others still reach it.
-type proxy struct {
-	l      net.Listener
-	target string
-
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]struct{}
-
-	wg sync.WaitGroup // accept loop and pipes
-}
-
-func newProxy(t *testing.T, endpoint string) *proxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{l: l, target: strings.TrimPrefix(endpoint, "http://"), conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *proxy) endpoints() []string { return []string{"http://" + p.l.Addr().String()} }
-
-func (p *proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.down {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c] = struct{}{}
-		p.conns[up] = struct{}{}
-		p.wg.Add(2)
-		p.mu.Unlock()
-		go p.pipe(c, up)
-		go p.pipe(up, c)
-	}
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-// setDown cuts every connection and refuses new ones (down) or lets them
-// through again.
-func (p *proxy) setDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for c := range p.conns {
-			c.Close()
-		}
-	}
-}
-
-func (p *proxy) close() {
-	p.l.Close()
-	p.setDown(true)
-	p.wg.Wait()
 }
 
 func mustIs(t *testing.T, err, want error) {

@@ -1,0 +1,170 @@
+// Package testutil holds fault injectors that tests of several packages
+// share: a TCP proxy that can cut its connections (an etcd out of reach)
+// and a log file system whose fsyncs fail on demand (a failing disk). Only
+// tests import it.
+package testutil
+
+import (
+	"io"
+	"io/fs"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	klog "github.com/samsa-io/samsa/internal/log"
+)
+
+// Proxy forwards TCP connections to a target and can cut them, so that a
+// client finds the target unreachable while others still reach it.
+type Proxy struct {
+	l      net.Listener
+	target string
+
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]struct{}
+
+	wg sync.WaitGroup // accept loop and pipes
+}
+
+// NewProxy listens on a free port of 127.0.0.1 and forwards to target
+// (host:port, or a URL of http://host:port). It stops at the test's end.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{l: l, target: strings.TrimPrefix(target, "http://"), conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.l.Addr().String() }
+
+// Endpoints is the proxy as etcd client endpoints.
+func (p *Proxy) Endpoints() []string { return []string{"http://" + p.Addr()} }
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns[c] = struct{}{}
+		p.conns[up] = struct{}{}
+		p.wg.Add(2)
+		p.mu.Unlock()
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// SetDown cuts every connection and refuses new ones (down) or lets them
+// through again.
+func (p *Proxy) SetDown(down bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = down
+	if down {
+		for c := range p.conns {
+			c.Close()
+		}
+	}
+}
+
+func (p *Proxy) close() {
+	p.l.Close()
+	p.SetDown(true)
+	p.wg.Wait()
+}
+
+// SyncFailFS is the OS file system, except that once FailSyncsUnder names
+// a directory, every fsync of a file in it, and of it, fails with EIO.
+type SyncFailFS struct {
+	klog.OSFS
+	dir    atomic.Pointer[string]
+	failed atomic.Int64
+}
+
+// FailSyncsUnder makes every later fsync under dir fail.
+func (f *SyncFailFS) FailSyncsUnder(dir string) {
+	dir = filepath.Clean(dir)
+	f.dir.Store(&dir)
+}
+
+// Failed counts the fsyncs that failed.
+func (f *SyncFailFS) Failed() int64 { return f.failed.Load() }
+
+func (f *SyncFailFS) hits(name string) bool {
+	dir := f.dir.Load()
+	if dir == nil {
+		return false
+	}
+	name = filepath.Clean(name)
+	return name == *dir || strings.HasPrefix(name, *dir+string(filepath.Separator))
+}
+
+// OpenFile opens name, with fsyncs that fail once it is under the
+// directory FailSyncsUnder names.
+func (f *SyncFailFS) OpenFile(name string, flag int, perm fs.FileMode) (klog.File, error) {
+	file, err := f.OSFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &syncFailFile{File: file, name: name, fs: f}, nil
+}
+
+// SyncDir fsyncs dir, or fails if it is under the failing directory.
+func (f *SyncFailFS) SyncDir(dir string) error {
+	if f.hits(dir) {
+		f.failed.Add(1)
+		return &fs.PathError{Op: "fsync", Path: dir, Err: syscall.EIO}
+	}
+	return f.OSFS.SyncDir(dir)
+}
+
+type syncFailFile struct {
+	klog.File
+	name string
+	fs   *SyncFailFS
+}
+
+func (f *syncFailFile) Sync() error {
+	if f.fs.hits(f.name) {
+		f.fs.failed.Add(1)
+		return &fs.PathError{Op: "fdatasync", Path: f.name, Err: syscall.EIO}
+	}
+	return f.File.Sync()
+}
