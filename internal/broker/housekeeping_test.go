@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -19,7 +17,7 @@ import (
 func TestHousekeepingFlushesFsyncTail(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
-	b := &Broker{cfg: cfg, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	b := &Broker{cfg: cfg, logger: quietLogger()}
 	b.isr = newISRUpdater(b)
 	m := newPartitionManager(b)
 	settings := resolveTopicSettings(nil, nil)

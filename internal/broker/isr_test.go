@@ -27,12 +27,8 @@ func newISRFixture(t *testing.T) *isrFixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	quiet := quietLogger()
+	e := startTestEtcd(t)
 	cl, err := coord.Connect(ctx, e.Endpoints(), "isr-test", coord.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
@@ -172,4 +168,21 @@ func TestISRChangeAppliesOnlyToItsPartitionEpoch(t *testing.T) {
 	if st := f.stored(t); st.PartitionEpoch != 1 || !slices.Equal(st.ISR, []int32{1}) {
 		t.Fatalf("stored: ISR %v, partition epoch %d; want [1], 1", st.ISR, st.PartitionEpoch)
 	}
+}
+
+// quietLogger discards everything.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// startTestEtcd starts an embedded etcd member on free ports of 127.0.0.1
+// with its data in a temporary directory; it stops at the test's end.
+func startTestEtcd(t *testing.T) *coord.Embedded {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
 }

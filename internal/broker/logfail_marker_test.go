@@ -3,8 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -26,12 +24,8 @@ import (
 func TestLogFailureLeavesNoCleanMarker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	quiet := quietLogger()
+	e := startTestEtcd(t)
 	faults := &testutil.SyncFailFS{}
 	cfg := DefaultConfig()
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}

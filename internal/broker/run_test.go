@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -21,15 +20,11 @@ import (
 func TestRunRegistersAgainAfterEtcdUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := quietLogger()
 	if testing.Verbose() {
 		quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{Dir: t.TempDir(), ClientURL: "http://127.0.0.1:0", PeerURL: "http://127.0.0.1:0", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := startTestEtcd(t)
 	u := e.Endpoints()[0]
 	if i := len("http://"); len(u) > i && u[:i] == "http://" {
 		u = u[i:]

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 )
@@ -17,7 +15,7 @@ func TestStartWaitsForOwnRegistrationInView(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	cfg.MetadataClientURL = "http://127.0.0.1:0"
 	cfg.MetadataPeerURL = "http://127.0.0.1:0"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = quietLogger()
 	for i := range 5 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		b, err := Start(ctx, cfg)

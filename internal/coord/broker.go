@@ -338,6 +338,20 @@ func (s *Session) Live() bool {
 	return time.Now().UnixNano() < s.deadline.Load()
 }
 
+// bound returns a context that ends with ctx or when the session ends,
+// and its cancel function, which the caller must call.
+func (s *Session) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // Done is closed when the session ends: lease lost, Close, or Client.Close.
 func (s *Session) Done() <-chan struct{} { return s.done }
 

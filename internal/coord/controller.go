@@ -32,15 +32,8 @@ func (s *Session) Campaign(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
 		resp, err := c.etcd.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).

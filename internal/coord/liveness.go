@@ -63,15 +63,8 @@ const ownBeatsBeforeFence = 2
 // heartbeats it waits for keep a session whose writes do not land (paused,
 // cut off, etcd without a quorum) from fencing anybody at all.
 func (c *Client) WatchPeers(ctx context.Context, s *Session) error {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for ctx.Err() == nil {
 		err := c.watchPeers(ctx, s)
 		if ctx.Err() != nil {
