@@ -142,10 +142,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 // member: the process does not exit, so a broker that was paused for a
 // while, or lost its session to an etcd leader change, takes the etcd
 // quorum down with nothing (docs/replication.md, "Failover timeline").
-// While etcd cannot be reached, registering again is retried every
-// restartBackoff. Run returns with an error, and the process exits with a
-// non-zero status for its supervisor to restart it, only when a log failed
-// (logFailed) or a new incarnation cannot start for any other reason.
+// Starting again is retried every restartBackoff until it succeeds (etcd
+// out of reach, or out of space). Run returns with an error, and the
+// process exits with a non-zero status for its supervisor to restart it,
+// only when a log failed (logFailed, or opening the logs) or the first
+// incarnation cannot start.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
@@ -162,11 +163,11 @@ func Run(ctx context.Context, cfg Config) error {
 		b := &Broker{cfg: cfg, logger: logger, host: h}
 		if err := b.start(ctx); err != nil {
 			closeErr := b.Close()
-			if ctx.Err() != nil && incarnation > 1 {
-				return h.close() // stopped while registering again
-			}
-			if incarnation == 1 || !restartable(err) || b.logsCloseErr != nil {
+			if incarnation == 1 || b.logsCloseErr != nil || errors.Is(err, errOpenLogs) {
 				return errors.Join(err, closeErr, h.close())
+			}
+			if ctx.Err() != nil {
+				return h.close() // stopped while registering again
 			}
 			logger.Warn("cannot register again yet; retrying", "incarnation", incarnation, "err", err, "retry_in", restartBackoff)
 			select {
@@ -204,16 +205,13 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // restartBackoff is how long Run waits before trying again to start an
-// incarnation that could not reach etcd.
+// incarnation that failed (etcd out of reach or refusing writes, the
+// previous registration not expired yet...).
 const restartBackoff = time.Second
 
-// restartable reports whether a failed start of a new incarnation may be
-// retried: etcd could not be reached or answer in time, or the previous
-// registration has not expired yet.
-func restartable(err error) bool {
-	return errors.Is(err, coord.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, coord.ErrBrokerIDInUse)
-}
+// errOpenLogs marks a start that failed opening the partitions' logs: Run
+// does not retry it.
+var errOpenLogs = errors.New("broker: open logs")
 
 // host is what a broker process keeps across its incarnations (Run): the
 // data directory's lock and the embedded etcd member, if any.
@@ -324,7 +322,7 @@ func (b *Broker) start(ctx context.Context) error {
 	b.isr = newISRUpdater(b)
 	b.partitions = newPartitionManager(b)
 	if err := b.partitions.openExisting(b.cache.Snapshot()); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errOpenLogs, err)
 	}
 	if b.session, err = b.register(ctx); err != nil {
 		return fmt.Errorf("broker: register node %d: %w", b.cfg.NodeID, err)

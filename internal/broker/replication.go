@@ -379,6 +379,11 @@ func (u *isrUpdater) store(ctx context.Context, lp *localPartition) (base int32,
 	if vp.PartitionEpoch != base {
 		return base, fmt.Errorf("%w: built on %d, stored %d", errStaleProposal, base, vp.PartitionEpoch)
 	}
+	if !u.b.sessionLive() {
+		// Past its session's deadline (woken from a pause, say) this
+		// broker's view may be stale: change nothing until it renews.
+		return base, fmt.Errorf("%w: session past its deadline", replica.ErrNotLeader)
+	}
 	if prop.OutcomeUnknown {
 		return base, u.settle(ctx, lp, vp)
 	}

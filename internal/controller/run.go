@@ -63,7 +63,21 @@ func (c *Controller) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return err
+			if cfg.Session.Err() != nil {
+				return err
+			}
+			// A watch or campaign write failed (etcd without a leader,
+			// a leader change, a timeout) while the session lives:
+			// campaign again, or no controller may be left.
+			log.Warn("controller campaign failed; campaigning again", "err", err, "retry_in", retryInterval)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-cfg.Session.Done():
+				return cfg.Session.Err()
+			case <-time.After(retryInterval):
+			}
+			continue
 		}
 		log.Info("became controller", "epoch", epoch)
 		c.epoch.Store(epoch)
@@ -77,8 +91,12 @@ func (c *Controller) Run(ctx context.Context) error {
 			cancel()
 			return nil
 		}
-		if !errors.Is(err, errDeposed) {
+		if cfg.Session.Err() != nil {
 			return err
+		}
+		if !errors.Is(err, errDeposed) {
+			log.Warn("stopped acting as controller; campaigning again", "epoch", epoch, "err", err)
+			continue
 		}
 		log.Warn("deposed as controller", "epoch", epoch)
 	}

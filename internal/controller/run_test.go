@@ -25,7 +25,7 @@ func startCandidate(t *testing.T, endpoints []string, cluster string, id int32) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := quietLogger()
 	cl, err := coord.Connect(ctx, endpoints, cluster, coord.WithLogger(quiet))
 	if err != nil {
 		t.Fatal(err)
@@ -265,3 +265,6 @@ func TestControllerActsOnRecoveringFlag(t *testing.T) {
 		t.Fatalf("controller %d after %d died", id, x)
 	}
 }
+
+// quietLogger discards everything.
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

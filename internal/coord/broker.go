@@ -42,8 +42,12 @@ type Session struct {
 	createRevision int64
 	heartbeat      []byte // the heartbeat key's value (heartbeatValue)
 	// deadline is when the session counts itself lost unless renewed
-	// (Unix nanoseconds; see run and Live).
-	deadline atomic.Int64
+	// (see run and Live), twice: on the monotonic clock, as nanoseconds
+	// since base, and on the wall clock (Unix nanoseconds), which goes on
+	// counting while a suspended machine's monotonic clock stops.
+	base         time.Time
+	deadlineMono atomic.Int64
+	deadlineWall atomic.Int64
 
 	stop context.CancelFunc // stops the keepalive
 	done chan struct{}      // closed when the keepalive goroutine exits
@@ -166,6 +170,7 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 		timeout:        ttl,
 		createRevision: createRevision,
 		heartbeat:      hb,
+		base:           time.Now(),
 		done:           make(chan struct{}),
 	}
 	// Renew and beat once in the foreground: Grant and Txn may have
@@ -181,7 +186,7 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 		return nil, c.wrapErr(op, err)
 	}
 	deadline := renewed.Add(s.lostAfter(time.Duration(once.TTL) * time.Second))
-	s.deadline.Store(deadline.UnixNano())
+	s.setDeadline(deadline)
 	kctx, stop := context.WithCancel(c.ctx)
 	s.stop = stop
 	if err := c.goStart(func() { s.run(kctx, deadline) }); err != nil {
@@ -296,7 +301,7 @@ func (s *Session) run(ctx context.Context, deadline time.Time) {
 		case err == nil && resp.TTL > 0:
 			ttl = time.Duration(resp.TTL) * time.Second
 			deadline = sent.Add(s.lostAfter(ttl))
-			s.deadline.Store(deadline.UnixNano())
+			s.setDeadline(deadline)
 			wait = keepAliveInterval(s.timeout)
 		case errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil:
 			s.finish("lease expired or revoked")
@@ -335,7 +340,13 @@ func (s *Session) Live() bool {
 		return false
 	default:
 	}
-	return time.Now().UnixNano() < s.deadline.Load()
+	return time.Since(s.base) < time.Duration(s.deadlineMono.Load()) && time.Now().UnixNano() < s.deadlineWall.Load()
+}
+
+// setDeadline records the session's deadline for Live.
+func (s *Session) setDeadline(deadline time.Time) {
+	s.deadlineMono.Store(int64(deadline.Sub(s.base)))
+	s.deadlineWall.Store(deadline.UnixNano())
 }
 
 // bound returns a context that ends with ctx or when the session ends,

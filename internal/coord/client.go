@@ -262,6 +262,15 @@ func (c *Client) ClusterID(ctx context.Context) (string, error) {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
 	key := c.keys.clusterID()
+	// Read first: a write is refused while etcd is out of space, and the
+	// id exists but for the very first call.
+	if got, err := c.etcd.Get(ctx, key); err != nil {
+		return "", c.wrapErr("cluster id", err)
+	} else if len(got.Kvs) == 1 {
+		id := string(got.Kvs[0].Value)
+		c.clusterID.Store(&id)
+		return id, nil
+	}
 	fresh := newClusterID()
 	resp, err := c.etcd.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).

@@ -35,8 +35,11 @@ func (s *Session) Campaign(ctx context.Context) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	for {
+		// Only while this incarnation is registered: a fenced session's
+		// lease may outlive its registration for a moment.
 		resp, err := c.etcd.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+				clientv3.Compare(clientv3.CreateRevision(c.keys.abs(relBroker(s.id))), "=", s.createRevision)).
 			Then(clientv3.OpPut(key, string(val), clientv3.WithLease(s.lease))).
 			Else(clientv3.OpGet(key)).
 			Commit()
@@ -53,6 +56,10 @@ func (s *Session) Campaign(ctx context.Context) (int64, error) {
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 1 && clientv3.LeaseID(kvs[0].Lease) == s.lease {
 			return kvs[0].CreateRevision, nil
+		}
+		if len(kvs) == 0 {
+			// No controller, so the registration failed the condition.
+			return 0, fmt.Errorf("coord: campaign for controller: broker %d: %w", s.id, ErrSessionLost)
 		}
 		// Someone else is controller: wait for the key to go.
 		if err := c.waitDeleted(ctx, key, resp.Header.Revision); err != nil {
