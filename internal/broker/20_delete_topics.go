@@ -142,7 +142,5 @@ func (b *Broker) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) 
 }
 
 func setDeleteTopicError(rt *kmsg.DeleteTopicsResponseTopic, err error) {
-	rt.ErrorCode = errorCode(err)
-	msg := err.Error()
-	rt.ErrorMessage = &msg
+	rt.ErrorCode, rt.ErrorMessage = errorAnswer(err)
 }

@@ -50,9 +50,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, req *protocol.Request) 
 			err = b.alterConfigsResource(ctx, res, r.ValidateOnly)
 		}
 		if err != nil {
-			rr.ErrorCode = errorCode(err)
-			msg := err.Error()
-			rr.ErrorMessage = &msg
+			rr.ErrorCode, rr.ErrorMessage = errorAnswer(err)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}

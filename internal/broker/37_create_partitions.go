@@ -67,9 +67,7 @@ func (b *Broker) addPartitions(ctx context.Context, r *kmsg.CreatePartitionsRequ
 }
 
 func setCreatePartitionsError(rt *kmsg.CreatePartitionsResponseTopic, err error) {
-	rt.ErrorCode = errorCode(err)
-	msg := err.Error()
-	rt.ErrorMessage = &msg
+	rt.ErrorCode, rt.ErrorMessage = errorAnswer(err)
 }
 
 // createPartitions stores the new partitions and returns how every broker

@@ -110,9 +110,7 @@ func (b *Broker) electLeaders(ctx context.Context, r *kmsg.ElectLeadersRequest, 
 			err = results[tp]
 		}
 		if err != nil {
-			rp.ErrorCode = errorCode(err)
-			msg := err.Error()
-			rp.ErrorMessage = &msg
+			rp.ErrorCode, rp.ErrorMessage = errorAnswer(err)
 		}
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 	}

@@ -39,9 +39,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, req *protoco
 			err = fmt.Errorf("%w: resource type %d", errInvalidRequest, res.ResourceType)
 		}
 		if err != nil {
-			rr.ErrorCode = errorCode(err)
-			msg := err.Error()
-			rr.ErrorMessage = &msg
+			rr.ErrorCode, rr.ErrorMessage = errorAnswer(err)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -13,6 +13,13 @@ import (
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
+// errorAnswer is err as the error code and message of a response that
+// carries both.
+func errorAnswer(err error) (int16, *string) {
+	msg := err.Error()
+	return errorCode(err), &msg
+}
+
 // errorCode maps an internal error to its Kafka error code. It is the one
 // place where samsa's errors become Kafka's (STYLE habit 9).
 func errorCode(err error) int16 {
