@@ -734,18 +734,7 @@ func TestStaticMemberRejoinRebalances(t *testing.T) {
 		if r.SkipAssignment || r.LeaderID != a || r.MemberID == a || r.MemberID == "" || r.Generation != gen || len(r.Members) != 0 {
 			t.Fatalf("static leader rejoin: %+v", r)
 		}
-		if s := h.state("g"); s != "Stable" || h.generation("g") != gen {
-			t.Fatalf("state %s generation %d", s, h.generation("g"))
-		}
-		wantCode(t, "old leader id's heartbeat", heartbeat(h, "g", a, gen, "a"), kerr.FencedInstanceID.Code)
-		wantCode(t, "follower's heartbeat", heartbeat(h, "g", b, gen, "b"), 0)
-		sr := syncReq("g", r.MemberID, gen, nil)
-		sr.InstanceID = kmsg.StringPtr("a")
-		s := recv(t, h.syncAsync(sr))
-		wantCode(t, "new leader id's SyncGroup", s.ErrorCode, 0)
-		if string(s.MemberAssignment) != "A" {
-			t.Fatalf("assignment %q", s.MemberAssignment)
-		}
+		staticLeaderReplaced(t, h, a, b, r.MemberID, gen)
 		wantCode(t, "new leader id's heartbeat", heartbeat(h, "g", r.MemberID, gen, "a"), 0)
 	})
 	t.Run("leader, JoinGroup v9", func(t *testing.T) {
@@ -760,18 +749,7 @@ func TestStaticMemberRejoinRebalances(t *testing.T) {
 		if !r.SkipAssignment || r.LeaderID != r.MemberID || r.MemberID == a || r.Generation != gen || len(r.Members) != 2 {
 			t.Fatalf("static leader rejoin: %+v", r)
 		}
-		if s := h.state("g"); s != "Stable" || h.generation("g") != gen {
-			t.Fatalf("state %s generation %d", s, h.generation("g"))
-		}
-		wantCode(t, "old leader id's heartbeat", heartbeat(h, "g", a, gen, "a"), kerr.FencedInstanceID.Code)
-		wantCode(t, "follower's heartbeat", heartbeat(h, "g", b, gen, "b"), 0)
-		sr := syncReq("g", r.MemberID, gen, nil)
-		sr.InstanceID = kmsg.StringPtr("a")
-		s := recv(t, h.syncAsync(sr))
-		wantCode(t, "new leader id's SyncGroup", s.ErrorCode, 0)
-		if string(s.MemberAssignment) != "A" {
-			t.Fatalf("assignment %q", s.MemberAssignment)
-		}
+		staticLeaderReplaced(t, h, a, b, r.MemberID, gen)
 	})
 	t.Run("inconsistent protocols keep the old member", func(t *testing.T) {
 		h := newHarness(t)
@@ -858,5 +836,25 @@ func TestNoExpiryWhileAwaitingSync(t *testing.T) {
 	wantCode(t, "leader's SyncGroup", s.ErrorCode, 0)
 	if r := recv(t, fs); r.ErrorCode != 0 || string(r.MemberAssignment) != "f" {
 		t.Fatalf("follower's SyncGroup: %d %q", r.ErrorCode, r.MemberAssignment)
+	}
+}
+
+// staticLeaderReplaced checks a static group after its leader (instance
+// "a", member a) rejoined as member newID without a rebalance: still
+// Stable in generation gen, the old id fenced, the follower b unaffected,
+// and the new id's SyncGroup answered with the leader's assignment.
+func staticLeaderReplaced(t *testing.T, h *harness, a, b, newID string, gen int32) {
+	t.Helper()
+	if s := h.state("g"); s != "Stable" || h.generation("g") != gen {
+		t.Fatalf("state %s generation %d", s, h.generation("g"))
+	}
+	wantCode(t, "old leader id's heartbeat", heartbeat(h, "g", a, gen, "a"), kerr.FencedInstanceID.Code)
+	wantCode(t, "follower's heartbeat", heartbeat(h, "g", b, gen, "b"), 0)
+	sr := syncReq("g", newID, gen, nil)
+	sr.InstanceID = kmsg.StringPtr("a")
+	s := recv(t, h.syncAsync(sr))
+	wantCode(t, "new leader id's SyncGroup", s.ErrorCode, 0)
+	if string(s.MemberAssignment) != "A" {
+		t.Fatalf("assignment %q", s.MemberAssignment)
 	}
 }
