@@ -9,22 +9,29 @@ package broker
 // the first partition with data is returned even if it exceeds them.
 // Whatever the request asks, a consumer's fetch returns at most
 // fetch.max.bytes and a follower's at most replica.fetch.response.max.bytes
-// (Kafka clamps both the same way), no partition more than that, and the
-// record bytes are reserved from the protocol server's memory budget
-// (queued.max.request.bytes) before they are read: under memory pressure a
-// fetch returns less, down to nothing when the connection has responses
-// still unread (the client fetches again), but a connection holding nothing
-// else always gets at least its first batch.
+// (Kafka clamps both the same way), no partition more than that.
+//
+// Zero copy: the records are never read into memory. fetchOnce finds the
+// batches to return by reading their headers only (klog.Log.Slice), the
+// response is encoded here around them (rawFetchResponse, byte for byte as
+// kmsg would), and the connection's writer sends the batches straight from
+// the segment files with sendfile(2), in the response's place among the
+// connection's pipelined responses (protocol.RawResponse). So a fetch holds
+// nothing of the memory budget (queued.max.request.bytes) but its frames,
+// whatever it returns. Should the log cut or delete the bytes between the
+// answer and the send (a truncation after losing leadership, retention,
+// compaction), the writer closes the connection rather than send other
+// bytes, and the client fetches again (klog.Records).
 //
 // Long polling: when fewer than MinBytes are available and no partition has
 // an error, the request waits (parked on the partitions' waiters, no thread
 // spinning) until MinBytes arrive or MaxWaitMillis passes. A parked fetch
-// holds no records and no budget beyond its request frame: what it read is
-// dropped and read again when the wait ends. MinBytes is taken as at most
-// the response cap (MaxBytes, fetch.max.bytes), so a fetch asking for more
-// than it may return is answered once it has all it may return;
-// MaxWaitMillis is not clamped, as in Kafka. A PartitionMaxBytes of 0 or
-// less still returns the first batch (as in Kafka), reserved like any other.
+// holds no records: what it found is dropped and found again when the wait
+// ends. MinBytes is taken as at most the response cap (MaxBytes,
+// fetch.max.bytes), so a fetch asking for more than it may return is
+// answered once it has all it may return; MaxWaitMillis is not clamped, as
+// in Kafka. A PartitionMaxBytes of 0 or less still returns the first batch
+// (as in Kafka).
 //
 // Sessions (KIP-227, v7+): samsa answers every request in full with session
 // id 0, which tells clients that no session was created; they then keep
@@ -68,21 +75,19 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return reply(resp)
 	}
-	resp, n, done, parts := b.fetchOnce(req, r)
+	resp, n, done, parts := b.fetchOnce(r)
 	// MinBytes beyond what the fetch may return could never be met: the
 	// fetch returns once it has all it may return.
 	minBytes := min(int(r.MinBytes), b.fetchMaxBytes(r))
 	if done || n >= minBytes || r.MaxWaitMillis <= 0 || len(parts) == 0 {
 		return reply(resp)
 	}
-	// A parked fetch holds no records: what was read is dropped, its
-	// reservation given back, and the partitions are read again when
-	// the wait ends (as Kafka's fetch purgatory, which holds only the
-	// request, reads the log when it completes). MaxWaitMillis is not
-	// clamped (Kafka does not), since a parked fetch costs only its
-	// request frame.
+	// A parked fetch holds no records: what was found is dropped and
+	// the partitions are read again when the wait ends (as Kafka's fetch
+	// purgatory, which holds only the request, reads the log when it
+	// completes). MaxWaitMillis is not clamped (Kafka does not), since a
+	// parked fetch costs only its request frame.
 	resp = nil
-	req.SetResponseBytes(0)
 	deadline := time.Now().Add(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	return protocol.Response{Mute: true, Later: func() kmsg.Response {
 		b.parkedFetches.Add(1)
@@ -104,13 +109,12 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 				// Not written: the connection is closing.
 				return r.ResponseKind()
 			case <-timer.C:
-				resp, _, _, _ := b.fetchOnce(req, r)
+				resp, _, _, _ := b.fetchOnce(r)
 				return resp
 			case <-w.C:
-				if resp, n, done, _ := b.fetchOnce(req, r); done || n >= minBytes {
+				if resp, n, done, _ := b.fetchOnce(r); done || n >= minBytes {
 					return resp
 				}
-				req.SetResponseBytes(0)
 			}
 		}
 	}}
@@ -122,32 +126,29 @@ func (b *Broker) ParkedFetches() int64 { return b.parkedFetches.Load() }
 
 // fetchOnce reads every requested partition once. It returns the response,
 // the record bytes in it, whether it must be sent now (a partition has an
-// error), and the partitions read (to wait on).
-func (b *Broker) fetchOnce(req *protocol.Request, r *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool, []*localPartition) {
+// error), and the partitions read (to wait on). The response's records are
+// ranges of the segment files (klog.Records), sent from there by the
+// connection's writer (sendfile) and never held in memory: unlike other
+// responses, a fetch takes nothing from the memory budget for them.
+func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*protocol.RawResponse, int, bool, []*localPartition) {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
+	recs := make(fetchRecords, len(r.Topics))
 	total := 0
 	maxBytes := b.fetchMaxBytes(r)
-	// Each partition's bytes are reserved from the memory budget before
-	// they are read, then charged exactly (the first batch even beyond
-	// its reservation). A previous response to this request (a long
-	// poll's) is being replaced.
-	req.SetResponseBytes(0)
-	refused := false
 	hasError := false
 	var parts []*localPartition
 	s := b.view()
 	followerMayJoin := r.ReplicaID >= 0 && mayJoinISR(s, r.ReplicaID)
-	for _, t := range r.Topics {
+	for ti, t := range r.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		recs[ti] = make([]klog.Records, len(t.Partitions))
 		for i, p := range t.Partitions {
 			rp := &rt.Partitions[i]
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			// Never null: librdkafka rejects a record set of size -1.
-			rp.RecordBatches = []byte{}
 			lp, code := b.localLeader(s, t.Topic, p.Partition)
 			if code == 0 {
 				code = errorCode(lp.CheckLeaderEpoch(p.CurrentLeaderEpoch))
@@ -198,37 +199,26 @@ func (b *Broker) fetchOnce(req *protocol.Request, r *kmsg.FetchRequest) (*kmsg.F
 					rp.HighWatermark = lp.HighWatermark()
 					rp.LastStableOffset = rp.HighWatermark
 				}
-				limit := min(int(p.PartitionMaxBytes), maxBytes-total)
 				// The first batch is read whatever the limit (KIP-74),
-				// even a PartitionMaxBytes of 0: it too needs a
-				// reservation, of at least a byte (the batch is then
-				// charged in full).
-				want := limit
-				if want <= 0 && total == 0 && !refused {
-					want = 1
-				}
-				granted := 0
-				if want > 0 {
-					granted = req.ReserveResponse(want)
-					refused = refused || granted == 0
-					limit = min(limit, granted)
-				}
-				if granted > 0 {
+				// even a PartitionMaxBytes of 0.
+				limit := max(min(int(p.PartitionMaxBytes), maxBytes-total), 0)
+				if limit > 0 || total == 0 {
 					read := lp.Read
 					if r.ReplicaID >= 0 {
-						read = func(offset int64, maxBytes int, _ bool) ([]byte, error) { return lp.ReadForFollower(offset, maxBytes) }
+						read = func(offset int64, maxBytes int, _ bool) (klog.Records, error) {
+							return lp.ReadForFollower(offset, maxBytes)
+						}
 					}
-					data, err := read(p.FetchOffset, max(limit, 0), total == 0)
+					data, err := read(p.FetchOffset, limit, total == 0)
 					if err != nil {
 						code = errorCode(err)
-					} else if r.Version < 10 && containsZstd(data) {
+					} else if r.Version < 10 && data.Compressed(compressionZstd) {
 						// Consumers learn zstd with Fetch v10 (KIP-110).
 						code = kerr.UnsupportedCompressionType.Code
-					} else if data != nil {
-						rp.RecordBatches = data
-						total += len(data)
+					} else {
+						recs[ti][i] = data
+						total += int(data.Len())
 					}
-					req.SetResponseBytes(total)
 				}
 			}
 			if code != 0 {
@@ -238,7 +228,7 @@ func (b *Broker) fetchOnce(req *protocol.Request, r *kmsg.FetchRequest) (*kmsg.F
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, total, hasError, parts
+	return rawFetchResponse(resp, recs), total, hasError, parts
 }
 
 // fetchMaxBytes returns the most record bytes a fetch may return: its
@@ -256,19 +246,4 @@ func (b *Broker) fetchMaxBytes(r *kmsg.FetchRequest) int {
 		limit = min(limit, int(r.MaxBytes))
 	}
 	return limit
-}
-
-// containsZstd reports whether any batch in data is zstd-compressed.
-func containsZstd(data []byte) bool {
-	for len(data) > 0 {
-		h, err := klog.ParseBatchHeader(data)
-		if err != nil {
-			return false
-		}
-		if h.Compression() == compressionZstd {
-			return true
-		}
-		data = data[h.Size():]
-	}
-	return false
 }

@@ -189,6 +189,16 @@
 // crash thus leaves either the old or the new segment, never a mix.
 // Adjacent small segments are not merged yet.
 //
+// # Reading
+//
+// Slice returns the batches a fetch asks for as ranges of the segment
+// files (Records), reading only their headers; the fetch response sends
+// them from the files with sendfile (Records.WriteTo), so records are
+// never copied into memory on the read path. Read is Slice followed by a
+// copy (Records.AppendTo). A range sent after its segment was cut (any
+// truncation of it) or closed (retention, compaction, Close) sends nothing
+// more and fails with ErrRecordsGone; see docs/storage.md.
+//
 // # Concurrency
 //
 // See Log for the four locks (compactMu, flushMu, segMu, mu) and what each

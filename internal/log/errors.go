@@ -35,4 +35,8 @@ var (
 	// disk is unknown. The log refuses all further work; reopening it runs
 	// recovery. Returned errors wrap both ErrFailed and the I/O error.
 	ErrFailed = errors.New("log: failed after an I/O error; reopen to recover")
+	// ErrRecordsGone: the bytes of a Records were cut (truncation) or their
+	// file closed (retention, compaction, the log closing) before they were
+	// sent or read. The reader asks again.
+	ErrRecordsGone = errors.New("log: records truncated or deleted before they were read")
 )

@@ -24,8 +24,9 @@ import (
 //     and the swap of a compacted segment, but not the rest of Compact).
 //     It may be held across fsyncs. Appends and reads never take it.
 //  2. segMu guards segment files against being shrunk, closed or removed
-//     under a reader: Read, BatchAtTimestamp and MaxTimestamp hold it for
-//     reading while they read files without mu; the operations of (1) that
+//     under a reader: Slice, BatchAtTimestamp and MaxTimestamp hold it for
+//     reading while they read files without mu, and so does each read or
+//     sendfile of a Records (Records.WriteTo, AppendTo); the operations of (1) that
 //     remove or shrink bytes hold it for writing while they do. Appends do
 //     not take it: they only add bytes after those readers look at.
 //  3. mu, the append lock, guards the in-memory state below. It is held for

@@ -29,26 +29,47 @@ func (l *Log) segmentIndexLocked(offset int64) int {
 // no batch qualifies. offset below the log start offset or above the LEO is
 // ErrOffsetOutOfRange.
 //
-// Read holds the append lock only to look up where to start; the file
-// reads run concurrently with appends.
+// Read is Slice followed by Records.AppendTo: a fetch response uses Slice
+// and sends the batches from the files instead.
 func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) ([]byte, error) {
+	for {
+		r, err := l.Slice(offset, maxOffset, maxBytes, minOne)
+		if err != nil || r.Len() == 0 {
+			return nil, err
+		}
+		out, err := r.AppendTo(nil)
+		if errors.Is(err, ErrRecordsGone) {
+			// Cut or closed between the two steps: look again.
+			continue
+		}
+		return out, err
+	}
+}
+
+// Slice finds the batches Read would return and returns them as ranges of
+// the segment files, reading only their headers (see Records).
+//
+// Slice holds the append lock only to look up where to start; the header
+// reads run concurrently with appends.
+func (l *Log) Slice(offset, maxOffset int64, maxBytes int, minOne bool) (Records, error) {
 	l.segMu.RLock()
 	defer l.segMu.RUnlock()
 
+	r := Records{l: l}
 	l.mu.Lock()
 	if err := l.usableLocked(); err != nil {
 		l.mu.Unlock()
-		return nil, err
+		return r, err
 	}
 	leo := l.leoLocked()
 	if offset < l.startOffset || offset > leo {
 		start := l.startOffset
 		l.mu.Unlock()
-		return nil, fmt.Errorf("%w: offset %d, log has [%d, %d)", ErrOffsetOutOfRange, offset, start, leo)
+		return r, fmt.Errorf("%w: offset %d, log has [%d, %d)", ErrOffsetOutOfRange, offset, start, leo)
 	}
 	if offset == leo || offset >= maxOffset || maxBytes <= 0 && !minOne {
 		l.mu.Unlock()
-		return nil, nil
+		return r, nil
 	}
 	i := l.segmentIndexLocked(offset)
 	pos := l.segments[i].lookup(offset)
@@ -63,19 +84,20 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) ([]byte, 
 		start, err = skipToOffset(first.seg.logFile, 0, first.end, offset)
 	}
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	pos = start
-	var out []byte
+	bufp := headerBufPool.Get().(*[]byte)
+	defer headerBufPool.Put(bufp)
 	for vi := 0; vi < len(views); vi++ {
 		v := views[vi]
 		if vi > 0 {
 			pos = 0
 		}
 		if pos < v.end {
-			var stop bool
-			if out, stop, err = readBatches(out, v, pos, maxOffset, maxBytes, minOne); err != nil {
-				return nil, err
+			stop, err := r.addBatches(v, pos, maxOffset, maxBytes, minOne, (*bufp)[:0])
+			if err != nil {
+				return Records{l: l}, err
 			}
 			if stop {
 				break
@@ -84,19 +106,19 @@ func (l *Log) Read(offset, maxOffset int64, maxBytes int, minOne bool) ([]byte, 
 		if vi == len(views)-1 {
 			// Room is left: look at the segments after the last one seen.
 			// (Unless the last one grew meanwhile: its new bytes come first,
-			// and the next Read gets them.)
+			// and the next Slice gets them.)
 			l.mu.Lock()
 			next := len(l.segments)
 			if v.seg.size == v.end {
 				next = sort.Search(len(l.segments), func(i int) bool { return l.segments[i].baseOffset > v.seg.baseOffset })
 			}
 			if next < len(l.segments) {
-				views = append(views, l.viewsLocked(next, int64(maxBytes-len(out)))...)
+				views = append(views, l.viewsLocked(next, int64(maxBytes)-r.size)...)
 			}
 			l.mu.Unlock()
 		}
 	}
-	return out, nil
+	return r, nil
 }
 
 // viewsLocked returns views of segments[i:], enough to hold budget bytes.
@@ -113,13 +135,11 @@ func (l *Log) viewsLocked(i int, budget int64) []segmentView {
 }
 
 // skipToOffset returns the position of the first batch in [pos, end) whose
-// last offset is >= offset (end if none), reading with a pooled buffer.
+// last offset is >= offset (end if none), reading headers only.
 func skipToOffset(f File, pos, end, offset int64) (int64, error) {
-	bufp := scanBufPool.Get().(*[]byte)
-	defer scanBufPool.Put(bufp)
-	// Modest chunks: the batch sought is usually within an index interval
-	// of pos.
-	sc := newBatchScanner(f, pos, end, false, (*bufp)[:0])
+	bufp := headerBufPool.Get().(*[]byte)
+	defer headerBufPool.Put(bufp)
+	sc := newHeaderScanner(f, pos, end, (*bufp)[:0])
 	for sc.next() {
 		if sc.h.LastOffset() >= offset {
 			return sc.batchPos, nil
@@ -141,59 +161,43 @@ func batchStartsAtOrBefore(f File, pos, offset int64) bool {
 	return err == nil && h.BaseOffset <= offset
 }
 
-// readBatches appends to out the batches of view v from pos on that fit the
-// limits, reading the file straight into out. stop reports that a limit
-// was reached (more batches exist but must not be returned).
-func readBatches(out []byte, v segmentView, pos, maxOffset int64, maxBytes int, minOne bool) ([]byte, bool, error) {
-	room := int64(maxBytes - len(out))
-	if len(out) == 0 && minOne {
-		room = max(room, BatchHeaderSize)
-	}
-	if room < BatchHeaderSize {
-		return out, true, nil
-	}
-	want := min(room, v.end-pos)
-	base := len(out)
-	out = grow(out, int(want))
-	if _, err := v.seg.logFile.ReadAt(out[base:], pos); err != nil {
-		return out[:base], false, fmt.Errorf("log: read segment %d: %w", v.seg.baseOffset, err)
-	}
-	// Keep the whole batches below maxOffset.
-	keep := base
-	for keep < len(out) {
-		if len(out)-keep < BatchHeaderSize {
-			if int64(len(out)-base) == v.end-pos {
-				return out[:base], false, fmt.Errorf("%w: segment %d ends inside a batch header", ErrCorruptBatch, v.seg.baseOffset)
-			}
-			return out[:keep], true, nil // the next batch does not fit
+// addBatches adds to r the batches of view v from pos on that fit the
+// limits, reading their headers only (buf is the scan buffer). stop
+// reports that a limit was reached (more batches exist but must not be
+// returned).
+func (r *Records) addBatches(v segmentView, pos, maxOffset int64, maxBytes int, minOne bool, buf []byte) (stop bool, err error) {
+	sc := newHeaderScanner(v.seg.logFile, pos, v.end, buf)
+	fr := fileRange{seg: v.seg, pos: pos, end: pos, gen: v.seg.cuts}
+	defer func() {
+		if fr.end > fr.pos {
+			r.ranges = append(r.ranges, fr)
 		}
-		h, err := ParseBatchHeader(out[keep:])
-		tooLong := errors.Is(err, ErrBatchTooLong)
-		if err != nil && !tooLong {
-			return out[:base], false, fmt.Errorf("%w: segment %d position %d: %w", ErrCorruptBatch, v.seg.baseOffset, pos+int64(keep-base), err)
-		}
+	}()
+	for sc.next() {
+		h := &sc.h
 		if h.LastOffset() >= maxOffset {
-			return out[:keep], true, nil
+			return true, nil
 		}
-		if tooLong {
-			if keep > 0 || !minOne {
-				return out[:keep], true, nil
-			}
-			// KIP-74: the first batch goes out whole even past maxBytes.
-			size := int64(h.Size())
-			if pos+size > v.end {
-				return out[:0], false, fmt.Errorf("%w: segment %d position %d: batch past end", ErrCorruptBatch, v.seg.baseOffset, pos)
-			}
-			out = grow(out[:keep], h.Size())
-			if _, err := v.seg.logFile.ReadAt(out, pos); err != nil {
-				return nil, false, fmt.Errorf("log: read segment %d: %w", v.seg.baseOffset, err)
-			}
-			return out, true, nil
+		size := int64(h.Size())
+		first := r.size == 0
+		if r.size+size > int64(maxBytes) && !(first && minOne) {
+			return true, nil
 		}
-		keep += h.Size()
+		fr.end += size
+		r.size += size
+		r.compressions |= 1 << uint8(h.Compression()&7)
+		if first && size > int64(maxBytes) {
+			return true, nil // KIP-74: the first batch whole, and nothing else
+		}
 	}
-	// The whole region was read: continue into the next segment unless full.
-	return out, want < v.end-pos, nil
+	if sc.err != nil {
+		return true, fmt.Errorf("log: read segment %d: %w", v.seg.baseOffset, sc.err)
+	}
+	if sc.corrupt != nil {
+		return true, fmt.Errorf("segment %d: %w", v.seg.baseOffset, sc.corrupt)
+	}
+	// The whole region was walked: continue into the next segment.
+	return false, nil
 }
 
 // grow extends b by n bytes.

@@ -21,7 +21,10 @@ type batchScanner struct {
 	pos       int64 // file position of the next batch
 	end       int64 // end of the region
 	verifyCRC bool
-	chunk     int64 // bytes to read at a time (more for a larger batch)
+	// headersOnly: read and check each batch's header, not its records
+	// (batch stays nil).
+	headersOnly bool
+	chunk       int64 // bytes to read at a time (more for a larger batch)
 
 	buf    []byte // file bytes [bufPos, bufPos+len(buf))
 	bufPos int64
@@ -46,6 +49,15 @@ func newBatchScanner(f io.ReaderAt, pos, end int64, verifyCRC bool, buf []byte) 
 	return &batchScanner{f: f, pos: pos, end: end, verifyCRC: verifyCRC, chunk: chunk, buf: buf[:0], bufPos: pos}
 }
 
+// newHeaderScanner scans the batch headers of [pos, end) of f without
+// reading the records: the chunk size (buf's capacity) should be small, a
+// few KiB, so that a large batch costs one short read.
+func newHeaderScanner(f io.ReaderAt, pos, end int64, buf []byte) *batchScanner {
+	s := newBatchScanner(f, pos, end, false, buf)
+	s.headersOnly = true
+	return s
+}
+
 // next advances to the next batch; false at the end of the region, on
 // corruption or on an I/O error.
 func (s *batchScanner) next() bool {
@@ -66,6 +78,15 @@ func (s *batchScanner) next() bool {
 	size := int64(LogOverhead) + int64(length)
 	if length < BatchHeaderSize-LogOverhead || size > remaining {
 		return s.fail(fmt.Errorf("%w: %d with %d bytes left", ErrBadLength, length, remaining-LogOverhead))
+	}
+	if s.headersOnly {
+		h, err := ParseBatchHeader(b[:BatchHeaderSize])
+		if err != nil && !errors.Is(err, ErrBatchTooLong) {
+			return s.fail(err)
+		}
+		s.h, s.batch, s.batchPos = h, nil, s.pos
+		s.pos += size
+		return true
 	}
 	if !s.fill(size) {
 		return false
@@ -112,6 +133,5 @@ func (s *batchScanner) fill(n int64) bool {
 	return true
 }
 
-// scanBufPool holds scan buffers for the read path, so that a fetch does not
-// allocate a chunk to skip to its first batch.
-var scanBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// headerBufPool holds the small buffers of header scans (Slice).
+var headerBufPool = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}

@@ -84,6 +84,10 @@ type segment struct {
 	// or the log closed). Set by closeFiles, with segMu held for writing
 	// and flushMu held (or during Open).
 	closed bool
+	// cuts counts the times the log file was cut (truncated): a Records
+	// taken before a cut may name bytes that are no longer there. Written
+	// with segMu held for writing.
+	cuts uint64
 }
 
 func newSegment(base int64, now time.Time) *segment {
@@ -282,6 +286,7 @@ func (s *segment) recover(prevNext int64, lim indexLimits, onBatch func(*BatchHe
 		return false, sc.err
 	}
 	if s.size < fileSize {
+		s.cuts++
 		if err := s.logFile.Truncate(s.size); err != nil {
 			return false, err
 		}
@@ -437,6 +442,7 @@ func (s *segment) truncateTo(pos, newNext int64, lim indexLimits) error {
 	s.offsetIndex, s.timeIndex = s.offsetIndex[:k], s.timeIndex[:j]
 	s.pendingIndex, s.pendingTimeIndex = s.pendingIndex[:0], s.pendingTimeIndex[:0]
 	s.logDirty, s.indexDirty = true, true
+	s.cuts++
 	if err := s.logFile.Truncate(pos); err != nil {
 		return err
 	}

@@ -8,13 +8,13 @@ import (
 
 // Budget is the server-wide memory budget of the request path
 // (queued.max.request.bytes): the bytes of request frames being read or
-// waiting for their response, the record bytes that handlers reserve for
-// responses (ReserveResponse), and whatever else a handler lets take from
-// it, such as decompression buffers during produce validation.
+// waiting for their response, encoded responses waiting to be written, and
+// whatever else a handler lets take from it, such as decompression buffers
+// during produce validation.
 //
 // Only a connection's reader ever waits on it, and only while growing a
-// frame it is reading; everything else takes what is free (TryAcquire,
-// Grant) or charges unconditionally (Charge), so nothing waits while
+// frame it is reading; everything else takes what is free (TryAcquire) or
+// charges unconditionally (Charge), so nothing waits while
 // holding bytes that a waiter needs, except readers with partial frames.
 // Readers wait for bytes to be released, which the write goroutines do as
 // responses are written; should every byte in use belong to the partial
@@ -111,25 +111,8 @@ func (b *Budget) TryAcquire(n int64) bool {
 	return true
 }
 
-// Grant takes up to n bytes, as many as are free, and returns how many.
-func (b *Budget) Grant(n int64) int64 {
-	if b == nil {
-		return n
-	}
-	if n <= 0 {
-		return 0
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.fitsLocked(n) {
-		n = max(b.limit-b.used, 0)
-	}
-	b.used += n
-	return n
-}
-
 // Charge takes n bytes whether or not they fit: for memory that is already
-// allocated, or that must be for progress (the first batch of a fetch).
+// allocated (an encoded response), or that must be for progress.
 func (b *Budget) Charge(n int64) {
 	if b == nil {
 		return

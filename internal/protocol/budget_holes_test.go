@@ -15,38 +15,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// bulkHandler answers SASLAuthenticate with n bytes, reserving them first
-// if reserve is set; it counts the requests handled and those granted
-// nothing.
+// bulkHandler answers SASLAuthenticate with n bytes and counts the
+// requests handled.
 type bulkHandler struct {
 	n       int
-	reserve bool
 	handled atomic.Int64
-	zero    atomic.Int64
 }
 
 func (h *bulkHandler) Handle(_ context.Context, req *Request) Response {
 	if req.Key == apiVersionsKey {
 		return Response{Body: apiVersionsResponse(req)}
 	}
-	n := h.n
-	if h.reserve {
-		n = req.ReserveResponse(n)
-		if n == 0 {
-			h.zero.Add(1)
-		}
-	}
 	h.handled.Add(1)
 	resp := kmsg.NewPtrSASLAuthenticateResponse()
-	resp.SASLAuthBytes = make([]byte, n)
-	if h.reserve {
-		req.SetResponseBytes(n)
-	}
+	resp.SASLAuthBytes = make([]byte, h.n)
 	return Response{Body: resp}
 }
 
-// Responses reserve nothing unless their handler does, yet all of them are
-// in memory until written: a client that pipelines requests whose
+// Responses are in memory until written: a client that pipelines requests whose
 // responses are large (a Metadata request's can be thousands of times its
 // size) and never reads them is stopped at the connection's byte bound.
 func TestBudgetResponsesCounted(t *testing.T) {
@@ -68,26 +54,6 @@ func TestBudgetResponsesCounted(t *testing.T) {
 	t.Logf("handled %d of 100 pipelined requests of 1 MiB responses, never read; budget used %d MiB", n, s.budget.Used()>>20)
 	if n > 20 {
 		t.Errorf("handled %d requests of a connection that reads nothing, per-connection bound 4 MiB", n)
-	}
-}
-
-// The floor of ReserveResponse (1 MiB for a request whose connection holds
-// nothing else) must hold for a client that sends its next request as soon
-// as it has read a response, which may be before the writer, back from its
-// Write, has released that response's bytes.
-func TestBudgetFloorAfterWrite(t *testing.T) {
-	h := &bulkHandler{n: 256 << 10, reserve: true}
-	s, addr := startServer(t, Config{QueuedMaxBytes: 4 << 20}, h)
-	s.budget.Charge(4 << 20) // someone else holds it all
-	defer s.budget.Release(4 << 20)
-	c := dialRaw(t, addr)
-	for i := range 2000 {
-		req := kmsg.NewPtrSASLAuthenticateRequest()
-		req.SetVersion(2)
-		c.roundTrip(req, int32(i))
-	}
-	if z := h.zero.Load(); z > 0 {
-		t.Errorf("%d of %d sequential requests on a full budget were granted nothing", z, h.handled.Load())
 	}
 }
 

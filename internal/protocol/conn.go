@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,11 +37,6 @@ const (
 	// idleWriteBuffer is the largest write buffer kept while the
 	// connection has nothing to write.
 	idleWriteBuffer = 64 << 10
-	// minResponseGrant is what ReserveResponse grants a request whose
-	// connection holds no other response bytes even when the budget has
-	// less free, so that a consumer keeps making some progress while
-	// others hold the budget.
-	minResponseGrant = 1 << 20
 )
 
 // pending is a handled request waiting for the write goroutine.
@@ -57,6 +51,9 @@ type pending struct {
 	// connection's byte bound before the next request is read, and the
 	// decoded response is dropped. Nil otherwise.
 	frame []byte
+	// parts are the parts of a RawResponse sent from elsewhere, their
+	// offsets in frame.
+	parts []RawPart
 	// held is the request's share of the memory budget, released once
 	// its response is written.
 	held *held
@@ -67,10 +64,10 @@ type pending struct {
 }
 
 // held is what one request holds of the server's memory budget: its frame
-// and the bytes its handler reserved for the response. The read goroutine
-// sets it up and the write goroutine releases it; a Later func running on
-// the write goroutine may reserve more. The queue between them orders
-// those accesses.
+// and its encoded response, if that was ready when the request was handled
+// (a RawResponse's parts are not in memory and not counted). The read
+// goroutine sets it up and the write goroutine releases it. The queue
+// between them orders those accesses.
 type held struct {
 	c        *conn
 	frame    int64
@@ -127,12 +124,6 @@ type conn struct {
 	small atomic.Int64
 	// parked is the bytes the connection counts in Budget.parked.
 	parked atomic.Int64
-	// writing is the bytes of charged that the write goroutine is
-	// writing to the socket at the moment (its owed during a Write), so
-	// that a request the client sends as soon as it has read those
-	// responses is not judged by bytes about to be released
-	// (ReserveResponse's floor).
-	writing atomic.Int64
 	// overdrawn is the bytes the connection took beyond the budget's
 	// limit as the overdraft reader (Budget.acquire) and has not given
 	// back; frameOverdrawn is the part of it taken for the frame read
@@ -310,18 +301,13 @@ func (c *conn) readLoop() {
 			// request) holds budget and the connection's byte bound
 			// until written, so a client that does not read its
 			// responses stops being read from.
-			enc, ok := c.appendBody(nil, &p, resp.Body)
+			enc, parts, ok := c.appendBody(nil, &p, resp.Body)
 			if !ok {
 				return
 			}
-			p.frame, p.resp.Body = enc, nil
-			switch d := int64(len(enc)) - h.response; {
-			case d > 0:
-				c.s.budget.Charge(d)
-				c.take(d)
-			case d < 0:
-				c.give(-d)
-			}
+			p.frame, p.parts, p.resp.Body = enc, parts, nil
+			c.s.budget.Charge(int64(len(enc)))
+			c.take(int64(len(enc)))
 			h.response = int64(len(enc))
 		}
 		if resp.Mute && resp.Later != nil {
@@ -675,6 +661,13 @@ func (c *conn) writeLoop() {
 			}
 		}
 		switch {
+		case p.parts != nil:
+			base := len(buf)
+			buf = append(buf, p.frame...)
+			c.owe(&p)
+			if buf, ok = c.sendParts(buf, p.parts, base); !ok {
+				return
+			}
 		case len(p.frame) >= flushThreshold:
 			// Written as it is rather than copied into buf.
 			if len(buf) > 0 {
@@ -690,11 +683,17 @@ func (c *conn) writeLoop() {
 			buf = append(buf, p.frame...)
 			c.owe(&p)
 		default:
-			if buf, ok = c.encode(buf, &p); !ok {
+			var parts []RawPart
+			if buf, parts, ok = c.encode(buf, &p); !ok {
 				c.flush(buf)
 				return
 			}
 			c.owe(&p)
+			if parts != nil {
+				if buf, ok = c.sendParts(buf, parts, 0); !ok {
+					return
+				}
+			}
 		}
 		// The response is encoded in buf: drop the decoded one (a fetch
 		// response's records, the Later closure holding the request)
@@ -738,15 +737,16 @@ func idleBuffer(buf []byte) []byte {
 }
 
 // encode resolves p's response (calling Later if set) and appends its frame
-// to buf. It returns false if the connection must close; buf then still
+// to buf, but for the parts of a RawResponse, returned with their offsets
+// in out. It returns false if the connection must close; buf then still
 // holds the earlier responses.
-func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
+func (c *conn) encode(buf []byte, p *pending) (out []byte, parts []RawPart, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("protocol: panic producing response; closing connection",
 				"key", p.key, "version", p.version, "correlation_id", p.correlationID,
 				"panic", r, "stack", string(debug.Stack()))
-			out, ok = buf, false
+			out, parts, ok = buf, nil, false
 		}
 	}()
 	body := p.resp.Body
@@ -754,7 +754,7 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
 		// Later must return once ctx is done, but the writer does not
 		// start one after that.
 		if c.ctx.Err() != nil {
-			return buf, false
+			return buf, nil, false
 		}
 		body = p.resp.Later()
 		if p.resolved != nil {
@@ -768,51 +768,93 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, ok bool) {
 		if c.ctx.Err() != nil {
 			// Whatever a Later returns once the connection is
 			// closing cannot be written.
-			return buf, false
+			return buf, nil, false
 		}
 	}
 	if p.resp.NoResponse {
-		return buf, true
+		return buf, nil, true
 	}
 	return c.appendBody(buf, p, body)
 }
 
-// appendBody appends the frame of p's response body to buf. It returns
-// false if the connection must close; buf then still holds what it held.
-func (c *conn) appendBody(buf []byte, p *pending, body kmsg.Response) (out []byte, ok bool) {
+// appendBody appends the frame of p's response body to buf, and returns
+// the parts of a RawResponse with their offsets in out. It returns false if
+// the connection must close; buf then still holds what it held.
+func (c *conn) appendBody(buf []byte, p *pending, body kmsg.Response) (out []byte, parts []RawPart, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("protocol: panic encoding response; closing connection",
 				"key", p.key, "version", p.version, "correlation_id", p.correlationID,
 				"panic", r, "stack", string(debug.Stack()))
-			out, ok = buf, false
+			out, parts, ok = buf, nil, false
 		}
 	}()
 	if body == nil {
 		c.log.Error("protocol: handler returned no response; closing connection",
 			"key", p.key, "version", p.version, "correlation_id", p.correlationID)
-		return buf, false
+		return buf, nil, false
 	}
 	if body.Key() != p.key {
 		c.log.Error("protocol: handler returned a response for another key; closing connection",
 			"key", p.key, "response_key", body.Key(), "correlation_id", p.correlationID)
-		return buf, false
+		return buf, nil, false
+	}
+	if raw, isRaw := body.(*RawResponse); isRaw {
+		if raw.GetVersion() != p.version {
+			c.log.Error("protocol: handler encoded a response at another version; closing connection",
+				"key", p.key, "version", p.version, "response_version", raw.GetVersion(), "correlation_id", p.correlationID)
+			return buf, nil, false
+		}
+		out, parts, err := appendRawResponse(buf, p.correlationID, raw)
+		if err != nil {
+			c.log.Error("protocol: cannot encode response; closing connection", "key", p.key, "err", err)
+			return buf, nil, false
+		}
+		return out, parts, true
 	}
 	if body.GetVersion() != p.version {
 		body.SetVersion(p.version)
 	}
-	if p.held != nil && p.held.response > 0 {
-		// Room for the response's records (and some for the rest) in
-		// one allocation: growing buf by appends would allocate about
-		// twice the response in all.
-		buf = slices.Grow(buf, int(p.held.response)+64<<10)
-	}
 	out, err := appendResponse(buf, p.correlationID, body)
 	if err != nil {
 		c.log.Error("protocol: cannot encode response; closing connection", "key", p.key, "err", err)
-		return buf, false
+		return buf, nil, false
 	}
-	return out, true
+	return out, nil, true
+}
+
+// sendParts writes buf, a response's frame with its parts (their offsets
+// shifted by base) sent in their places, and returns what of buf follows
+// the last part, for the next flush.
+func (c *conn) sendParts(buf []byte, parts []RawPart, base int) ([]byte, bool) {
+	prev := 0
+	for _, part := range parts {
+		at := base + part.At
+		if at > prev {
+			if !c.write(buf[prev:at]) {
+				return buf, false
+			}
+			prev = at
+		}
+		if c.s.cfg.WriteTimeout > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+		}
+		n, err := part.Data.WriteTo(c.nc)
+		if err == nil && n != part.Data.Len() {
+			err = fmt.Errorf("protocol: wrote %d of a %d-byte part", n, part.Data.Len())
+		}
+		if err != nil {
+			if c.ctx.Err() == nil {
+				c.log.Info("protocol: cannot send a response's records; closing connection", "err", err)
+			}
+			return buf, false
+		}
+	}
+	// The rest waits in buf for the responses that follow. Once the
+	// bytes before it are written the responses' bytes are released, as
+	// by flush.
+	rest := copy(buf, buf[prev:])
+	return buf[:rest], true
 }
 
 // flush writes buf and returns it emptied for reuse (or nil if it grew too
@@ -826,23 +868,29 @@ func (c *conn) flush(buf []byte) ([]byte, bool) {
 		c.owed, c.owedSmall = 0, 0
 		return buf, true
 	}
-	if c.s.cfg.WriteTimeout > 0 {
-		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
-	}
-	c.writing.Store(c.owed)
-	_, err := c.nc.Write(buf)
+	ok := c.write(buf)
 	if cap(buf) > keepWriteBuffer {
 		buf = nil
 	}
-	if err != nil {
-		if c.ctx.Err() == nil {
-			c.log.Debug("protocol: write failed; closing connection", "err", err)
-		}
-		c.writing.Store(0)
+	if !ok {
 		return buf, false
 	}
 	c.giveSmall(c.owed, c.owedSmall)
 	c.owed, c.owedSmall = 0, 0
-	c.writing.Store(0)
 	return buf[:0], true
+}
+
+// write writes b to the socket, within the write timeout. It returns false
+// when the write failed.
+func (c *conn) write(b []byte) bool {
+	if c.s.cfg.WriteTimeout > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+	}
+	if _, err := c.nc.Write(b); err != nil {
+		if c.ctx.Err() == nil {
+			c.log.Debug("protocol: write failed; closing connection", "err", err)
+		}
+		return false
+	}
+	return true
 }

@@ -100,29 +100,22 @@
 //     records from the page cache). It counts the bytes of every request
 //     frame from the moment they are read until the request's response is
 //     written (a produce frame's records may be kept by the handler that
-//     long), the record bytes that handlers reserve for responses
-//     (Request.ReserveResponse, which the broker's fetch calls before it
-//     reads each partition), the encoded size of every response that is
-//     ready when its request is handled (the reader encodes it at once and
-//     drops the decoded one, so a Metadata response thousands of times its
-//     request counts as much as a fetch's records; a Later response is
-//     encoded by the writer when it is ready, and written before the next
-//     is encoded), and what handlers take through Server.Budget
+//     long), the encoded size of every response that is ready when its
+//     request is handled (the reader encodes it at once and drops the
+//     decoded one, so a Metadata response thousands of times its request
+//     is counted; a Later response is encoded by the writer when it is
+//     ready, and written before the next is encoded), and what handlers
+//     take through Server.Budget
 //     (the broker's produce validation takes its decompression buffers from
 //     it). A connection's reader waits for room before it grows a frame
 //     beyond 64 KiB; smaller frames are counted but never wait, so that the
 //     small requests other work depends on (a follower's fetch that an
 //     acks=all produce is waiting for, a heartbeat) are never stuck behind
-//     bulk data. A fetch whose reservation finds the budget short reads
-//     less: down to nothing when its connection already holds response
-//     bytes (the client fetches again once it reads those; bytes being
-//     written at that moment do not count, so a client that sends its
-//     next request as soon as it reads a response is not refused), but at least
-//     1 MiB (and always the first batch, KIP-74) for a request whose
-//     connection holds nothing else, so every connection keeps moving.
+//     bulk data. The parts of a RawResponse (a fetch's records, sent from
+//     the segment files) are not in memory and not counted, as in Kafka.
 //   - Config.MaxQueuedBytesPerConnection (queued.max.connection.bytes,
 //     16 MiB): a connection's reader stops reading while the connection's
-//     unanswered requests and their reserved responses hold this much or
+//     unanswered requests and their encoded responses hold this much or
 //     more, and resumes as its writer writes them. This is Kafka's muting
 //     (Kafka reads no further request from a connection until it has sent
 //     the response to the last one) in bytes: a client that reads its
@@ -133,14 +126,13 @@
 // Bytes are released when the response that held them has been written to
 // the socket (not when it is encoded: until then the encoded response is
 // in memory), or when the connection closes. The writer drops each decoded
-// response once encoded, and sizes its buffer from the reservation, so a
-// fetch response's records are in memory once, not two or three times.
+// response once encoded, so a response is in memory once, not twice.
 //
 // The budget never deadlocks: only readers wait on it, and only while
 // growing a frame. Everything they wait for is released by writers, which
 // never wait on the budget, or by a handler's own progress; handlers take
-// what is free or are charged beyond the limit (a first batch larger than
-// the grant), never wait. Two cases would otherwise wait for ever, and are
+// what is free or are charged beyond the limit (an encoded response),
+// never wait. Two cases would otherwise wait for ever, and are
 // let through: a single item larger than the whole budget passes when
 // nothing else is in use; and when every byte in use belongs to the
 // partial frames of readers that are all waiting for more, to small
@@ -162,8 +154,7 @@
 // frame (two when a parked acks=all produce read over the budget is
 // joined by another request's frame beside it), plus what does not wait
 // (frames under 64 KiB and parked requests read over the budget, at most
-// MaxQueuedBytesPerConnection per connection; 1 MiB and one batch per
-// fetching connection; one large decompression over the budget at a time
+// MaxQueuedBytesPerConnection per connection; one large decompression over the budget at a time
 // and small ones of up to 256 KiB, in internal/records).
 //
 // No client keeps others waiting for long. The overdraft goes to the

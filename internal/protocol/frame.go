@@ -223,6 +223,33 @@ func appendResponse(dst []byte, correlationID int32, body kmsg.Response) ([]byte
 	return dst, nil
 }
 
+// appendRawResponse appends the frame of r, but for its parts: the size
+// prefix counts them, and they are returned with their offsets in dst.
+func appendRawResponse(dst []byte, correlationID int32, r *RawResponse) ([]byte, []RawPart, error) {
+	size := r.size()
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = kbin.AppendInt32(dst, correlationID)
+	if r.IsFlexible() && r.Key() != apiVersionsKey {
+		dst = append(dst, 0)
+	}
+	size += int64(len(dst) - start - 4)
+	if size > math.MaxInt32 {
+		return dst[:start], nil, fmt.Errorf("%w: %d-byte response", ErrFrameSize, size)
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(size))
+	base := len(dst)
+	dst = append(dst, r.Body...)
+	parts := make([]RawPart, len(r.Parts))
+	for i, p := range r.Parts {
+		if p.At < 0 || p.At > len(r.Body) || i > 0 && p.At < r.Parts[i-1].At {
+			return dst[:start], nil, fmt.Errorf("protocol: raw response part %d at %d of a %d-byte body", i, p.At, len(r.Body))
+		}
+		parts[i] = RawPart{At: base + p.At, Data: p.Data}
+	}
+	return dst, parts, nil
+}
+
 // AppendRequest appends req as a complete request frame, size prefix
 // included, to dst: a v1 request header (api key, version, correlation id,
 // nullable client id) followed, for flexible versions, by an empty tag

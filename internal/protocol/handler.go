@@ -37,58 +37,6 @@ type Request struct {
 	held *held
 }
 
-// ReserveResponse asks the server's memory budget (Config.QueuedMaxBytes)
-// for up to n bytes for this request's response, and returns how many it
-// granted: all n when they fit, else what is free (possibly 0), but at
-// least min(n, 1 MiB) for the first reservation of a request whose
-// connection holds nothing else, so that every connection keeps making
-// some progress. The handler should build a
-// response of at most the grant (a fetch reads no more record bytes, and
-// none at all for a grant of 0: the connection's earlier responses, once
-// written, make room) and then call SetResponseBytes with what it holds. The bytes are released
-// once the response is written. It may be called from Handle or from the
-// request's Later func; a Request not made by a Server grants all n.
-func (r *Request) ReserveResponse(n int) int {
-	h := r.held
-	if h == nil || n <= 0 {
-		return max(n, 0)
-	}
-	c := h.c
-	g := c.s.budget.Grant(int64(n))
-	// The connection holds nothing else when all it holds beyond this
-	// request's frame is being written (writing is read first: the
-	// writer lowers charged before it clears writing).
-	writing := c.writing.Load()
-	if floor := min(int64(n), minResponseGrant); g < floor && h.response == 0 && c.charged.Load()-writing <= h.frame {
-		c.s.budget.Charge(floor - g)
-		g = floor
-	}
-	c.take(g)
-	h.response += g
-	return int(g)
-}
-
-// SetResponseBytes sets what this request's response holds to n bytes:
-// what was reserved beyond it goes back to the budget, and bytes beyond
-// the reservation (a first batch larger than the grant, which a fetch
-// returns so that it always makes progress) are charged even if they do
-// not fit.
-func (r *Request) SetResponseBytes(n int) {
-	h := r.held
-	if h == nil {
-		return
-	}
-	d := int64(max(n, 0)) - h.response
-	switch {
-	case d > 0:
-		h.c.s.budget.Charge(d)
-		h.c.take(d)
-	case d < 0:
-		h.c.give(-d)
-	}
-	h.response += d
-}
-
 // ConnInfo describes one client connection.
 type ConnInfo struct {
 	// ID is unique among the server's connections for its lifetime.

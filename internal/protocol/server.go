@@ -90,9 +90,8 @@ type Config struct {
 	// QueuedMaxBytes is the server-wide memory budget of the request path
 	// (queued.max.request.bytes; default DefaultQueuedMaxBytes, negative =
 	// unlimited): request frames being read or awaiting their response,
-	// response bytes that handlers reserve (Request.ReserveResponse), and
-	// what handlers take from Server.Budget. See the package
-	// documentation.
+	// encoded responses waiting to be written, and what handlers take from
+	// Server.Budget. See the package documentation.
 	QueuedMaxBytes int64
 	// MaxQueuedBytesPerConnection pauses the reading of a connection's
 	// requests while its unanswered requests and their responses hold this

@@ -3,6 +3,8 @@ package replica
 import (
 	"slices"
 	"time"
+
+	klog "github.com/samsa-io/samsa/internal/log"
 )
 
 // LeaderConfig is what a leader needs to know of its partition.
@@ -210,10 +212,10 @@ func (p *Partition) HighWatermarkKnown() bool {
 }
 
 // ReadForFollower returns whole batches from offset up to the LEO (followers
-// replicate uncommitted data too).
-func (p *Partition) ReadForFollower(offset int64, maxBytes int) ([]byte, error) {
+// replicate uncommitted data too), as ranges of the log's files.
+func (p *Partition) ReadForFollower(offset int64, maxBytes int) (klog.Records, error) {
 	if p.isClosed() {
-		return nil, ErrClosed
+		return klog.Records{}, ErrClosed
 	}
-	return p.log.Read(offset, p.log.EndOffset(), maxBytes, true)
+	return p.log.Slice(offset, p.log.EndOffset(), maxBytes, true)
 }

@@ -359,18 +359,19 @@ func (p *Partition) maybeAdvanceHighWatermarkLocked() {
 	}
 }
 
-// Read returns whole batches from offset, bounded by the high watermark
-// (consumers) or the LEO (replicas, later), at most maxBytes unless minOne.
-func (p *Partition) Read(offset int64, maxBytes int, minOne bool) ([]byte, error) {
+// Read returns whole batches from offset, bounded by the high watermark,
+// at most maxBytes unless minOne, as ranges of the log's files (a fetch
+// sends them from there; klog.Records).
+func (p *Partition) Read(offset int64, maxBytes int, minOne bool) (klog.Records, error) {
 	if p.isClosed() {
-		return nil, ErrClosed
+		return klog.Records{}, ErrClosed
 	}
 	hw := p.highWatermark.Load()
 	if offset > hw && offset <= p.log.EndOffset() {
 		// Between the high watermark and the LEO: valid, nothing visible yet.
-		return nil, nil
+		return klog.Records{}, nil
 	}
-	return p.log.Read(offset, hw, maxBytes, minOne)
+	return p.log.Slice(offset, hw, maxBytes, minOne)
 }
 
 // Waiter is woken (non-blocking send on C) when the partition's high

@@ -100,8 +100,8 @@ func TestHighWatermarkFollowsFlushInSyncMode(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 0 {
 		t.Fatalf("high watermark before flush: got %d, want 0", hw)
 	}
-	if data, err := p.Read(0, 1<<20, true); err != nil || len(data) != 0 {
-		t.Fatalf("read above the high watermark: got %d bytes, %v; want none", len(data), err)
+	if data, err := p.Read(0, 1<<20, true); err != nil || data.Len() != 0 {
+		t.Fatalf("read above the high watermark: got %d bytes, %v; want none", data.Len(), err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -111,8 +111,8 @@ func TestHighWatermarkFollowsFlushInSyncMode(t *testing.T) {
 	if hw := p.HighWatermark(); hw != 3 {
 		t.Fatalf("high watermark after commit: got %d, want 3", hw)
 	}
-	if data, err := p.Read(0, 1<<20, true); err != nil || len(data) != len(batch(3)) {
-		t.Fatalf("read below the high watermark: got %d bytes, %v", len(data), err)
+	if data, err := p.Read(0, 1<<20, true); err != nil || data.Len() != int64(len(batch(3))) {
+		t.Fatalf("read below the high watermark: got %d bytes, %v", data.Len(), err)
 	}
 }
 
