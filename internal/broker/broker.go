@@ -492,6 +492,10 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		var errs []error
 		var logsErr error
+		if b.partitions != nil {
+			// Before waiting for the cleaner below.
+			b.partitions.stopCompactions()
+		}
 		b.controlledShutdown()
 		if b.server != nil {
 			errs = append(errs, b.server.Close())

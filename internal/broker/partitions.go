@@ -583,6 +583,15 @@ func (m *partitionManager) maybeCompact(lp *localPartition, now time.Time) {
 // closeAll closes every replica, flushing its log, and waits up to
 // removeWait for the removal of deleted ones (what is left goes at the next
 // start).
+// stopCompactions makes every running compaction stop at its next check:
+// the broker is closing (a session loss, under Run, before it registers
+// again), and must not wait for a long compaction to run to its end.
+func (m *partitionManager) stopCompactions() {
+	for _, lp := range m.all() {
+		lp.Log().StopCompaction()
+	}
+}
+
 func (m *partitionManager) closeAll() error {
 	defer func() {
 		done := make(chan struct{})

@@ -48,6 +48,9 @@ type Session struct {
 	base         time.Time
 	deadlineMono atomic.Int64
 	deadlineWall atomic.Int64
+	// ending is set by Close before it revokes the lease: from then on
+	// the registration may vanish at any moment, so Live is false.
+	ending atomic.Bool
 
 	stop context.CancelFunc // stops the keepalive
 	done chan struct{}      // closed when the keepalive goroutine exits
@@ -328,13 +331,16 @@ func (s *Session) finish(why string) {
 	s.client.log.Warn("coord: broker session lost", "broker", s.id, "lease", int64(s.lease), "reason", why)
 }
 
-// Live reports whether the session is live now: not ended, and its
+// Live reports whether the session is live now: not ended nor closing, and its
 // deadline (its last renewal's send plus lostAfter) not passed. Unlike
 // Done, which the keepalive goroutine closes once it notices, Live is
 // exact at the moment of the call: a leader asks it before acknowledging
 // a write, so that it acknowledges nothing once a peer may have fenced
 // it, however late its goroutines run.
 func (s *Session) Live() bool {
+	if s.ending.Load() {
+		return false
+	}
 	select {
 	case <-s.done:
 		return false
@@ -456,6 +462,10 @@ func (s *Session) Close(ctx context.Context) error {
 	already := s.closing
 	s.closing = true
 	s.mu.Unlock()
+	// Not live before the revoke can delete the registration: others may
+	// elect new leaders from the moment etcd applies it, while the
+	// keepalive goroutine learns of it only later.
+	s.ending.Store(true)
 	if already {
 		<-s.done
 		return nil

@@ -104,6 +104,13 @@ func (l *Log) logger() *slog.Logger {
 
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
+// StopCompaction makes a running Compact stop at its next check, leaving
+// the segments it has not swapped in as they were, and every later
+// Compact return ErrClosed at once: for a log about to be closed, so that
+// its owner need not wait for a long compaction run (as Kafka's shutdown
+// aborts its cleaner). Close and Delete do the same first.
+func (l *Log) StopCompaction() { l.compactStop.Store(true) }
+
 func (l *Log) leoLocked() int64 { return l.active().nextOffset }
 
 func (l *Log) nowMs() int64 { return l.cfg.Now().UnixMilli() }
