@@ -183,8 +183,8 @@ func TestRecordsGone(t *testing.T) {
 // cut arrive unchanged. Bytes past the cut that sendfile had already handed
 // to the socket may arrive changed: the kernel sends file pages by
 // reference, and the cut and the appends rewrite the page they share (as
-// with Kafka's transferTo); the frame is then cut short, and a follower
-// verifies every batch's CRC anyway. The reader reads nothing until the log
+// with Kafka's transferTo; a follower refuses what its leader cannot have
+// held, replica.AppendFromLeader). The reader reads nothing until the log
 // has changed, and the socket buffers are far smaller than the records, so
 // the change lands in the middle of the send.
 func TestRecordsCutWhileSending(t *testing.T) {

@@ -836,6 +836,11 @@ func (c *conn) sendParts(buf []byte, parts []RawPart, base int) ([]byte, bool) {
 			}
 			prev = at
 		}
+		// What the responses written so far held is released now, not
+		// after the parts (which may wait on a slow client); the few
+		// bytes of this response still in buf go with them.
+		c.giveSmall(c.owed, c.owedSmall)
+		c.owed, c.owedSmall = 0, 0
 		if c.s.cfg.WriteTimeout > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
 		}
@@ -850,9 +855,7 @@ func (c *conn) sendParts(buf []byte, parts []RawPart, base int) ([]byte, bool) {
 			return buf, false
 		}
 	}
-	// The rest waits in buf for the responses that follow. Once the
-	// bytes before it are written the responses' bytes are released, as
-	// by flush.
+	// The rest waits in buf for the responses that follow.
 	rest := copy(buf, buf[prev:])
 	return buf[:rest], true
 }

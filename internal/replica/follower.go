@@ -7,10 +7,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	klog "github.com/samsa-io/samsa/internal/log"
 )
 
 // ErrUnknownReplica: a fetch as follower from a broker that is not a replica.
 var ErrUnknownReplica = errors.New("replica: fetch from a broker that is not a replica of the partition")
+
+// ErrImpossibleEpochs: fetched batches whose leader epochs the leader
+// cannot have held (see AppendFromLeader).
+var ErrImpossibleEpochs = errors.New("replica: fetched batches with leader epochs the leader cannot have")
 
 // BecomeFollower makes the replica a follower of leader (-1: none known,
 // the partition is offline) in epoch. Its log is truncated later, at the
@@ -123,11 +129,23 @@ var testHookFollowerChecked func()
 // the topic acknowledges only fsync'd data, and moves the high watermark to
 // min(leader's, own LEO). It fails with ErrRoleChanged if the replica no
 // longer follows in epoch.
+//
+// It refuses (ErrImpossibleEpochs, nothing appended) batches that the
+// leader of epoch cannot have held: a batch of a later epoch, or epochs
+// going down. A leader's response is sent from its files with sendfile,
+// and the kernel sends file pages by reference: should the leader lose its
+// leadership, truncate and append its new leader's batches before the
+// follower reads the response, those may arrive in the old ones' place,
+// with valid CRCs (docs/storage.md, "Reading: zero copy"). The follower
+// fetches again.
 func (p *Partition) AppendFromLeader(epoch int32, batches []byte, leaderHighWatermark int64) error {
 	if err := p.lockFollower(epoch); err != nil {
 		return err
 	}
 	defer p.followMu.Unlock()
+	if err := checkFetchedEpochs(batches, epoch); err != nil {
+		return err
+	}
 	if len(batches) > 0 {
 		if _, err := p.log.AppendReplicated(batches); err != nil {
 			return err
@@ -266,4 +284,25 @@ func readHighWatermark(dir string) int64 {
 		return 0
 	}
 	return hw
+}
+
+// checkFetchedEpochs checks that batches, fetched from the leader of epoch,
+// have leader epochs that leader can have held: none later than epoch, and
+// none lower than a batch before it.
+func checkFetchedEpochs(batches []byte, epoch int32) error {
+	prev := int32(-1)
+	for pos := 0; pos < len(batches); {
+		h, err := klog.ParseBatchHeader(batches[pos:])
+		if err != nil {
+			return nil // AppendReplicated reports it
+		}
+		e := h.PartitionLeaderEpoch
+		if e > epoch || e < prev {
+			return fmt.Errorf("%w: offset %d has epoch %d after epoch %d, fetched from the leader of epoch %d",
+				ErrImpossibleEpochs, h.BaseOffset, e, prev, epoch)
+		}
+		prev = e
+		pos += h.Size()
+	}
+	return nil
 }

@@ -437,3 +437,44 @@ func TestAppendWakesOnlyFetches(t *testing.T) {
 		t.Fatalf("a commit wait was not woken when the high watermark moved to %d", p.HighWatermark())
 	}
 }
+
+// A follower refuses fetched batches its leader cannot have held: a batch
+// of an epoch later than the leader's, or epochs going down (the leader's
+// sendfile'd response rewritten under the socket after it truncated and
+// took its new leader's batches; found by review, issue 11). Nothing is
+// appended, and the same offsets are taken when they come right.
+func TestAppendFromLeaderRefusesImpossibleEpochs(t *testing.T) {
+	p := newPartition(t, 1)
+	if err := p.BecomeFollower(6, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		batches []byte
+	}{
+		{"a later epoch", fetched(0, 2, 7)},
+		{"the new leader's batches before the old ones", concatBatches(fetched(0, 2, 7), fetched(2, 4, 6))},
+		{"epochs going down", concatBatches(fetched(0, 2, 6), fetched(2, 4, 5))},
+	} {
+		if err := p.AppendFromLeader(6, tt.batches, 6); !errors.Is(err, ErrImpossibleEpochs) {
+			t.Errorf("%s: %v, want ErrImpossibleEpochs", tt.name, err)
+		}
+		if leo := p.Log().EndOffset(); leo != 0 {
+			t.Fatalf("%s: LEO %d after a refused append, want 0", tt.name, leo)
+		}
+	}
+	if err := p.AppendFromLeader(6, concatBatches(fetched(0, 2, 5), fetched(2, 4, 6)), 6); err != nil {
+		t.Fatalf("batches of epochs 5 and 6 from the leader of epoch 6: %v", err)
+	}
+	if leo := p.Log().EndOffset(); leo != 6 {
+		t.Fatalf("LEO %d, want 6", leo)
+	}
+}
+
+func concatBatches(bs ...[]byte) []byte {
+	var out []byte
+	for _, b := range bs {
+		out = append(out, b...)
+	}
+	return out
+}
