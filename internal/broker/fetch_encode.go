@@ -89,36 +89,33 @@ func rawFetchResponse(resp *kmsg.FetchResponse, recs fetchRecords) *protocol.Raw
 // appendFetchPartitionTags appends a v12+ partition's tagged fields: those
 // that differ from their defaults, in tag order.
 func appendFetchPartitionTags(dst []byte, p *kmsg.FetchResponseTopicPartition) []byte {
-	diverging := p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1
-	leader := p.CurrentLeader.LeaderID != -1 || p.CurrentLeader.LeaderEpoch != -1
-	snapshot := p.SnapshotID.EndOffset != -1 || p.SnapshotID.Epoch != -1
+	var fields [3][]byte // tags 0, 1, 2; nil when not sent
+	var bufs [3][16]byte
+	if p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1 {
+		fields[0] = kbin.AppendInt64(kbin.AppendInt32(bufs[0][:0], p.DivergingEpoch.Epoch), p.DivergingEpoch.EndOffset)
+	}
+	if p.CurrentLeader.LeaderID != -1 || p.CurrentLeader.LeaderEpoch != -1 {
+		fields[1] = kbin.AppendInt32(kbin.AppendInt32(bufs[1][:0], p.CurrentLeader.LeaderID), p.CurrentLeader.LeaderEpoch)
+	}
+	if p.SnapshotID.EndOffset != -1 || p.SnapshotID.Epoch != -1 {
+		fields[2] = kbin.AppendInt32(kbin.AppendInt64(bufs[2][:0], p.SnapshotID.EndOffset), p.SnapshotID.Epoch)
+	}
 	n := 0
-	for _, set := range []bool{diverging, leader, snapshot} {
-		if set {
+	for _, f := range fields {
+		if f != nil {
 			n++
 		}
 	}
 	dst = kbin.AppendUvarint(dst, uint32(n))
-	if diverging {
-		dst = kbin.AppendUvarint(dst, 0)
-		dst = kbin.AppendUvarint(dst, 4+8+1)
-		dst = kbin.AppendInt32(dst, p.DivergingEpoch.Epoch)
-		dst = kbin.AppendInt64(dst, p.DivergingEpoch.EndOffset)
-		dst = append(dst, 0)
-	}
-	if leader {
-		dst = kbin.AppendUvarint(dst, 1)
-		dst = kbin.AppendUvarint(dst, 4+4+1)
-		dst = kbin.AppendInt32(dst, p.CurrentLeader.LeaderID)
-		dst = kbin.AppendInt32(dst, p.CurrentLeader.LeaderEpoch)
-		dst = append(dst, 0)
-	}
-	if snapshot {
-		dst = kbin.AppendUvarint(dst, 2)
-		dst = kbin.AppendUvarint(dst, 8+4+1)
-		dst = kbin.AppendInt64(dst, p.SnapshotID.EndOffset)
-		dst = kbin.AppendInt32(dst, p.SnapshotID.Epoch)
-		dst = append(dst, 0)
+	for tag, f := range fields {
+		if f == nil {
+			continue
+		}
+		// The tag, the struct's size, the struct and its own (empty)
+		// tag section.
+		dst = kbin.AppendUvarint(dst, uint32(tag))
+		dst = kbin.AppendUvarint(dst, uint32(len(f)+1))
+		dst = append(append(dst, f...), 0)
 	}
 	return dst
 }

@@ -2,9 +2,9 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/samsa-io/samsa/internal/coord"
 	klog "github.com/samsa-io/samsa/internal/log"
 )
 
@@ -49,80 +48,33 @@ func (f *blockCleanFS) OpenFile(name string, flag int, perm fs.FileMode) (klog.F
 // for the whole run before closing the logs) the broker never registered
 // again. Found by review (issue 10).
 func TestRunRegistersAgainDuringCompaction(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	quiet := quietLogger()
 	e := startTestEtcd(t)
 	bfs := &blockCleanFS{entered: make(chan struct{}), first: make(chan struct{}), rest: make(chan struct{})}
+	h := startRun(t, e, e.Endpoints(), func(cfg *Config) {
+		cfg.LogFS = bfs
+		cfg.CleanerBackoff = 100 * time.Millisecond
+	})
+	// Cleanups run last first: the blocked compactions go on before Run
+	// is stopped.
 	var releaseFirst, releaseRest sync.Once
-	defer releaseFirst.Do(func() { close(bfs.first) })
-	defer releaseRest.Do(func() { close(bfs.rest) })
-	cfg := DefaultConfig()
-	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
-	cfg.DataDir = t.TempDir()
-	cfg.MetadataEndpoints = e.Endpoints()
-	cfg.Logger = quiet
-	cfg.LogFS = bfs
-	cfg.CleanerBackoff = 100 * time.Millisecond
-	runCtx, stopRun := context.WithCancel(context.Background())
-	runDone := make(chan error, 1)
-	go func() { runDone <- Run(runCtx, cfg) }()
-	defer func() {
+	t.Cleanup(func() {
 		releaseFirst.Do(func() { close(bfs.first) })
 		releaseRest.Do(func() { close(bfs.rest) })
-		stopRun()
-		select {
-		case <-runDone:
-		case <-time.After(60 * time.Second):
-			t.Errorf("Run did not return")
-		}
-	}()
-
-	obs, err := coord.Connect(ctx, e.Endpoints(), cfg.ClusterName, coord.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Close()
-	registration := func() (coord.VersionedBroker, bool) {
-		vbs, err := obs.VersionedBrokers(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, vb := range vbs {
-			if vb.ID == cfg.NodeID {
-				return vb, true
-			}
-		}
-		return coord.VersionedBroker{}, false
-	}
-	// await polls cond until it holds, failing the test after d.
-	await := func(d time.Duration, what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(d); !cond(); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within %v", what, d)
-			}
-		}
-	}
-	var first coord.VersionedBroker
-	await(30*time.Second, "registered", func() bool {
-		vb, ok := registration()
-		first = vb
-		return ok
 	})
-	addr := first.Host + ":" + strconv.Itoa(int(first.Port))
+	first := h.registration()
+	addr := strings.TrimPrefix(h.cfg.Listeners[0], "PLAINTEXT://")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	compact, seg := "compact", "600"
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact, "segment.bytes": &seg}, "c"); err != nil {
+	if _, err := kadm.NewClient(cl).CreateTopic(h.ctx, 1, 1, map[string]*string{"cleanup.policy": &compact, "segment.bytes": &seg}, "c"); err != nil {
 		t.Fatal(err)
 	}
 	// Several segments of the same few keys: the cleaner finds work.
 	for i := range 40 {
-		pctx, pc := context.WithTimeout(ctx, 10*time.Second)
+		pctx, pc := context.WithTimeout(h.ctx, 10*time.Second)
 		err := cl.ProduceSync(pctx, &kgo.Record{Topic: "c", Key: []byte{byte('a' + i%3)}, Value: []byte(strings.Repeat("v", 50))}).FirstErr()
 		pc()
 		if err != nil {
@@ -131,26 +83,24 @@ func TestRunRegistersAgainDuringCompaction(t *testing.T) {
 	}
 	select {
 	case <-bfs.entered:
-	case <-ctx.Done():
+	case <-h.ctx.Done():
 		t.Fatal("no compaction started")
 	}
 
 	// The compaction is under way; a peer fences the broker, which
 	// closes its incarnation: once it stops listening, it has told the
 	// compaction to stop, and the first segment's write may go on.
-	if fenced, err := obs.FenceBroker(ctx, cfg.NodeID, first.CreateRevision); err != nil || !fenced {
+	if fenced, err := h.obs.FenceBroker(h.ctx, h.cfg.NodeID, first); err != nil || !fenced {
 		t.Fatalf("FenceBroker = %v, %v", fenced, err)
 	}
-	await(30*time.Second, "the fenced incarnation stops listening", func() bool {
+	h.waitFor("the fenced incarnation to stop listening", func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
+		if err != nil {
+			return nil
 		}
-		return err != nil
+		c.Close()
+		return errors.New("still listening")
 	})
 	releaseFirst.Do(func() { close(bfs.first) })
-	await(60*time.Second, "registered again while the compaction's later segments block", func() bool {
-		vb, ok := registration()
-		return ok && vb.CreateRevision > first.CreateRevision
-	})
+	h.waitRegisteredAfter(first)
 }

@@ -25,10 +25,10 @@ type runHarness struct {
 	runDone chan error
 }
 
-// startRun starts Run and waits until its first incarnation serves Kafka
-// requests (registered is not started yet). Run is stopped at the test's
-// end.
-func startRun(t *testing.T, e *coord.Embedded, endpoints []string) *runHarness {
+// startRun starts Run, with the settings opts change, and waits until its
+// first incarnation serves Kafka requests (registered is not started yet).
+// Run is stopped at the test's end.
+func startRun(t *testing.T, e *coord.Embedded, endpoints []string, opts ...func(*Config)) *runHarness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -43,6 +43,9 @@ func startRun(t *testing.T, e *coord.Embedded, endpoints []string) *runHarness {
 	h.cfg.DataDir = t.TempDir()
 	h.cfg.MetadataEndpoints = endpoints
 	h.cfg.Logger = quietLogger()
+	for _, o := range opts {
+		o(&h.cfg)
+	}
 	if h.obs, err = coord.Connect(ctx, e.Endpoints(), h.cfg.ClusterName, coord.WithLogger(quietLogger())); err != nil {
 		t.Fatal(err)
 	}
