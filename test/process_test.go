@@ -225,6 +225,7 @@ func (p *Proc) startOnce(t testing.TB, bin string) error {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = stderr
 	cmd.Stderr = stderr
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
