@@ -56,6 +56,7 @@ package broker
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -92,6 +93,9 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 	return protocol.Response{Mute: true, Later: func() kmsg.Response {
 		b.parkedFetches.Add(1)
 		defer b.parkedFetches.Add(-1)
+		if h := testHookFetchParking.Load(); h != nil {
+			(*h)()
+		}
 		w := replica.NewWaiter()
 		for _, p := range parts {
 			p.AddWaiter(w)
@@ -101,6 +105,14 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 				p.RemoveWaiter(w)
 			}
 		}()
+		// An append between the first read and the waiter's registration
+		// woke nobody (a Later runs after the responses before it on its
+		// connection, so that gap can be long): read again now that any
+		// later one wakes w. Missing it cost a follower a whole
+		// replica.fetch.wait.max.ms, and acks=all produces with it.
+		if resp, n, done, _ := b.fetchOnce(r); done || n >= minBytes {
+			return resp
+		}
 		timer := time.NewTimer(time.Until(deadline))
 		defer timer.Stop()
 		for {
@@ -119,6 +131,10 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		}
 	}}
 }
+
+// testHookFetchParking, if set, runs when a parked fetch's wait begins,
+// before its waiter is registered (tests force interleavings with it).
+var testHookFetchParking atomic.Pointer[func()]
 
 // ParkedFetches is the number of fetches waiting for MinBytes (Kafka's
 // fetch purgatory size).
