@@ -166,22 +166,28 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		resp := kresp.(*kmsg.FetchResponse)
 		backoff := resp.ErrorCode != 0
-		for _, rt := range resp.Topics {
-			for _, rp := range rt.Partitions {
+		var answers []fetchAnswer
+		for ti := range resp.Topics {
+			rt := &resp.Topics[ti]
+			for pi := range rt.Partitions {
+				rp := &rt.Partitions[pi]
 				tp := topicPartition{rt.Topic, rp.Partition}
 				lp := parts[tp]
 				epoch, ok := sent[tp]
 				if lp == nil || !ok {
 					continue
 				}
-				// The replica's follower operations check that it still
-				// follows in the epoch the request went out with.
-				if err := f.handle(lp, epoch, &rp); err != nil {
-					backoff = true
-					if !errors.Is(err, replica.ErrNotLeader) && !errors.Is(err, replica.ErrRoleChanged) && !errors.Is(err, replica.ErrClosed) {
-						log.Warn("replication of a partition failed", "topic", tp.topic, "partition", tp.partition, "err", err)
-					}
-				}
+				answers = append(answers, fetchAnswer{tp, lp, epoch, rp})
+			}
+		}
+		for i, err := range f.handleAll(answers) {
+			if err == nil {
+				continue
+			}
+			backoff = true
+			if !errors.Is(err, replica.ErrNotLeader) && !errors.Is(err, replica.ErrRoleChanged) && !errors.Is(err, replica.ErrClosed) {
+				tp := answers[i].tp
+				log.Warn("replication of a partition failed", "topic", tp.topic, "partition", tp.partition, "err", err)
 			}
 		}
 		if backoff {
@@ -241,6 +247,49 @@ func (f *fetcher) request(parts map[topicPartition]*localPartition) (*kmsg.Fetch
 		sent[tp] = p.CurrentLeaderEpoch
 	}
 	return req, sent
+}
+
+// fetchAnswer is one partition's part of a fetch response, with the epoch
+// its request went out in.
+type fetchAnswer struct {
+	tp    topicPartition
+	lp    *localPartition
+	epoch int32
+	rp    *kmsg.FetchResponseTopicPartition
+}
+
+// maxParallelAppends bounds the partitions of one fetch response applied at
+// once.
+const maxParallelAppends = 8
+
+// handleAll applies a fetch response's answers and returns their errors,
+// in order. Answers that carry records are applied concurrently: each
+// appends and, for topics that acknowledge only fsync'd data, syncs its
+// own log, so the fsyncs of the partitions of one response overlap (a
+// group commit across partitions) instead of adding up before the next
+// fetch, whose positions are what moves the leader's high watermark.
+func (f *fetcher) handleAll(answers []fetchAnswer) []error {
+	errs := make([]error, len(answers))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, maxParallelAppends)
+	for i := range answers {
+		a := &answers[i]
+		if len(a.rp.RecordBatches) == 0 || len(answers) == 1 {
+			// The replica's follower operations check that it still
+			// follows in the epoch the request went out with.
+			errs[i] = f.handle(a.lp, a.epoch, a.rp)
+			continue
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f.handle(a.lp, a.epoch, a.rp)
+			<-slots
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // handle applies one partition's fetch answer to a request sent while the
