@@ -31,6 +31,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -64,6 +65,8 @@ type options struct {
 	workDir   string
 	keep      bool
 	baseline  string
+	// topicConfigs are extra --topic-config settings for every topic.
+	topicConfigs []string
 }
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
@@ -78,6 +81,13 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.baseline, "baseline", "", "another samsa binary (say the previous commit's) to measure as the base series")
 	workloads := fs.String("workloads", strings.Join(workloadNames(), ","), "comma-separated workloads to run")
 	fs.StringVar(&o.workDir, "dir", "", "working directory for binaries, data and logs (default: a new temporary directory)")
+	fs.Func("topic-config", "a topic setting key=value for every series' topics (repeatable), e.g. flush.messages=1000000 for Kafka's page-cache mode", func(v string) error {
+		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+			return fmt.Errorf("want key=value, got %q", v)
+		}
+		o.topicConfigs = append(o.topicConfigs, v)
+		return nil
+	})
 	fs.BoolVar(&o.keep, "keep", false, "keep the working directory (the brokers' logs) afterwards")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -253,7 +263,7 @@ func runWorkload(ctx context.Context, env *environment, o *options, live *runnin
 	topic := fmt.Sprintf("perf-%s-%s", w.name, s.name)
 	common := []string{"--bootstrap-server", live.bootstrap, "--topic", topic, "--json", "--progress", "0",
 		"--partitions", "6", "--replication-factor", fmt.Sprint(s.rf)}
-	for _, c := range s.configs {
+	for _, c := range append(slices.Clone(s.configs), o.topicConfigs...) {
 		common = append(common, "--topic-config", c)
 	}
 	if w.prep != nil {

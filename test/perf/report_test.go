@@ -59,11 +59,12 @@ func TestParseBenchJSON(t *testing.T) {
 }
 
 func TestParseOptions(t *testing.T) {
-	o, err := parseOptions([]string{"-rounds", "3", "-targets", "samsa, kfake", "-workloads", "e2e-100B-10k"}, io.Discard)
+	o, err := parseOptions([]string{"-rounds", "3", "-targets", "samsa, kfake", "-workloads", "e2e-100B-10k", "-topic-config", "flush.messages=9"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.rounds != 3 || !slices.Equal(o.targets, []string{"samsa", "kfake"}) || !slices.Equal(o.workloads, []string{"e2e-100B-10k"}) {
+	if o.rounds != 3 || !slices.Equal(o.targets, []string{"samsa", "kfake"}) || !slices.Equal(o.workloads, []string{"e2e-100B-10k"}) ||
+		!slices.Equal(o.topicConfigs, []string{"flush.messages=9"}) {
 		t.Errorf("parsed %+v", o)
 	}
 	if got := systemsFor([]string{"samsa3-rf1"}); len(got) != 1 || got[0].name != "samsa3" {
@@ -76,6 +77,7 @@ func TestParseOptions(t *testing.T) {
 		{"-rounds", "0"},
 		{"-duration", "0s"},
 		{"-targets", "base3-rf1"},
+		{"-topic-config", "novalue"},
 		{"extra"},
 	} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
