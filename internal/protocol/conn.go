@@ -31,6 +31,11 @@ const (
 	// charged to the memory budget without waiting for room; larger ones
 	// grow from this size as their bytes arrive (readFrame).
 	smallFrame = 64 << 10
+	// frameGrowth is the factor by which a large frame's buffer grows as
+	// its bytes arrive: a frame holds at most this many times what its
+	// client has sent, and a 1 MB produce is copied twice on the way
+	// (64 KiB, 256 KiB) instead of four times.
+	frameGrowth = 4
 	// smallFrameStart is the first allocation of a small frame whose
 	// bytes have not all arrived yet.
 	smallFrameStart = 4 << 10
@@ -512,7 +517,7 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 	}
 	for len(frame) < size {
 		if len(frame) == cap(frame) {
-			n := min(max(2*cap(frame), smallFrame), size)
+			n := min(max(frameGrowth*cap(frame), smallFrame), size)
 			grow := int64(n - cap(frame))
 			waitStart := time.Now()
 			if err := budget.acquire(c.ctx, grow, int64(cap(frame)), int64(size), c, bulk); err != nil {
