@@ -110,6 +110,9 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		// connection, so that gap can be long): read again now that any
 		// later one wakes w. Missing it cost a follower a whole
 		// replica.fetch.wait.max.ms, and acks=all produces with it.
+		if ctx.Err() != nil {
+			return r.ResponseKind() // not written: the connection is closing
+		}
 		if resp, n, done, _ := b.fetchOnce(r); done || n >= minBytes {
 			return resp
 		}
@@ -202,7 +205,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*protocol.RawResponse, int, bo
 					}
 				}
 				if r.ReplicaID >= 0 {
-					expand, err := lp.FollowerFetch(r.ReplicaID, p.FetchOffset, time.Now(), followerMayJoin)
+					expand, err := lp.FollowerFetch(r.ReplicaID, p.CurrentLeaderEpoch, p.FetchOffset, time.Now(), followerMayJoin)
 					if err != nil {
 						rp.ErrorCode = errorCode(err)
 						hasError = true

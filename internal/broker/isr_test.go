@@ -68,7 +68,7 @@ func newISRFixture(t *testing.T) *isrFixture {
 	if _, err := lp.AppendAsLeader(records.Build([]records.KV{{Key: []byte("k"), Value: []byte("v")}}, time.Now().UnixMilli())); err != nil {
 		t.Fatal(err)
 	}
-	if expand, err := lp.FollowerFetch(2, 1, time.Now(), true); err != nil || !expand {
+	if expand, err := lp.FollowerFetch(2, -1, 1, time.Now(), true); err != nil || !expand {
 		t.Fatalf("caught-up follower 2: expand %v, %v", expand, err)
 	}
 	return &isrFixture{b: b, u: newISRUpdater(b), lp: lp}

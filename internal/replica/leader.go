@@ -81,13 +81,17 @@ func (p *Partition) maximalISRLocked() []int32 {
 	return out
 }
 
-// FollowerFetch records a follower's fetch at offset (its durable LEO) and
-// advances the high watermark. It reports whether the follower should join
+// FollowerFetch records a follower's fetch at offset (its durable LEO),
+// sent in leader epoch epoch (its CurrentLeaderEpoch; -1: none given), and
+// advances the high watermark. The epoch is checked again here, under the
+// lock that role changes take: a fetch checked in one epoch must not be
+// recorded in a later one (this replica may have followed, truncated and
+// led again in between). It reports whether the follower should join
 // the ISR: it may (mayJoin: the caller knows its registration to be live
 // and not recovering from an unclean shutdown), and it caught up to the
 // high watermark and to the start of this leader epoch; the caller then
 // proposes the change (ProposedISR).
-func (p *Partition) FollowerFetch(id int32, offset int64, now time.Time, mayJoin bool) (expand bool, err error) {
+func (p *Partition) FollowerFetch(id, epoch int32, offset int64, now time.Time, mayJoin bool) (expand bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -95,6 +99,9 @@ func (p *Partition) FollowerFetch(id int32, offset int64, now time.Time, mayJoin
 	}
 	if p.role != RoleLeader {
 		return false, ErrNotLeader
+	}
+	if err := p.CheckLeaderEpoch(epoch); err != nil {
+		return false, err
 	}
 	f := p.followers[id]
 	if f == nil {

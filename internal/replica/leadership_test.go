@@ -306,7 +306,7 @@ func TestISRProposalKeptUntilOutcomeKnown(t *testing.T) {
 		t.Fatalf("high watermark of a lone leader: %d, want 10", hw)
 	}
 	// Broker 2 catches up and is proposed to join, on partition epoch 5.
-	if expand, err := p.FollowerFetch(2, 10, time.Now(), true); err != nil || !expand {
+	if expand, err := p.FollowerFetch(2, -1, 10, time.Now(), true); err != nil || !expand {
 		t.Fatalf("caught-up follower: expand %v, %v", expand, err)
 	}
 	prop, _ := p.ProposedISR()
@@ -425,7 +425,7 @@ func TestAppendWakesOnlyFetches(t *testing.T) {
 	default:
 	}
 	// Broker 2 fetches everything: the high watermark moves, both wake.
-	if _, err := p.FollowerFetch(2, 1, time.Now(), true); err != nil {
+	if _, err := p.FollowerFetch(2, -1, 1, time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Flush(); err != nil {

@@ -214,13 +214,13 @@ func TestFollowerFetchMayJoin(t *testing.T) {
 	if _, err := p.AppendAsLeader(batch(3)); err != nil {
 		t.Fatal(err)
 	}
-	if expand, err := p.FollowerFetch(2, 3, time.Now(), false); err != nil || expand {
+	if expand, err := p.FollowerFetch(2, -1, 3, time.Now(), false); err != nil || expand {
 		t.Fatalf("caught-up follower that may not join: expand %v, err %v", expand, err)
 	}
 	if prop, ok := p.ProposedISR(); ok {
 		t.Fatalf("proposed ISR %v for a follower that may not join", prop.ISR)
 	}
-	if expand, err := p.FollowerFetch(2, 3, time.Now(), true); err != nil || !expand {
+	if expand, err := p.FollowerFetch(2, -1, 3, time.Now(), true); err != nil || !expand {
 		t.Fatalf("caught-up follower that may join: expand %v, err %v", expand, err)
 	}
 	if prop, _ := p.ProposedISR(); len(prop.ISR) != 2 {
@@ -300,5 +300,42 @@ func TestCheckpointDoesNotOutliveDelete(t *testing.T) {
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("iteration %d: the deleted replica's directory is still there (%v)", i, err)
 		}
+	}
+}
+
+// A follower's fetch is recorded only in the leader epoch it was sent in:
+// a fetch checked in epoch 1 that reaches FollowerFetch after the replica
+// followed, truncated and led again (epoch 3) must not count, or its
+// offset, read from a log that went another way, could move the high
+// watermark over records the follower does not have (found by review,
+// issue 11).
+func TestFollowerFetchChecksItsEpoch(t *testing.T) {
+	p := newPartition(t, 1)
+	cfg := LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 30 * time.Second}
+	if err := p.BecomeLeader(3, 0, []int32{1, 2}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.AppendAsLeader(batch(3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.log.Flush(); err != nil { // the leader's own copy is durable
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		epoch int32
+		want  error
+	}{{1, ErrFencedLeaderEpoch}, {4, ErrUnknownLeaderEpoch}} {
+		if _, err := p.FollowerFetch(2, tc.epoch, 3, time.Now(), true); !errors.Is(err, tc.want) {
+			t.Fatalf("fetch sent in epoch %d, leader in 3: got %v, want %v", tc.epoch, err, tc.want)
+		}
+	}
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d after fetches of other epochs, want 0", hw)
+	}
+	if _, err := p.FollowerFetch(2, 3, 3, time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d after the follower's fetch in epoch 3, want 3", hw)
 	}
 }
