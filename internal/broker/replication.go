@@ -177,6 +177,9 @@ func (f *fetcher) run(ctx context.Context) {
 				if lp == nil || !ok {
 					continue
 				}
+				// One answer per partition: the request named each once,
+				// and answers are applied concurrently.
+				delete(sent, tp)
 				answers = append(answers, fetchAnswer{tp, lp, epoch, rp})
 			}
 		}
