@@ -10,6 +10,8 @@ package test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,4 +175,94 @@ func BenchmarkReplicatedProduce(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkReplicatedAckLatency measures the acknowledgement latency of
+// acks=all produces at a steady 10,000 records/s (100 B, no linger, six
+// partitions) on three in-process brokers, RF 3 against RF 1, in the
+// durable default and in page-cache mode (flush.messages=1000000). One
+// op is one record; the metrics are the median and 99th percentile.
+// The brokers share one Go runtime here, unlike the separate processes
+// of test/perf, so this isolates the replication round from the cost of
+// scheduling four processes on a small machine (docs/replication.md,
+// "Timeline of one acks=all produce").
+//
+//	go test -run XXX -bench ReplicatedAckLatency -benchtime 50000x ./test
+func BenchmarkReplicatedAckLatency(b *testing.B) {
+	c := startInProcessCluster(b, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	pageCache := "1000000"
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	for _, mode := range []string{"fsync", "pagecache"} {
+		for _, rf := range []int16{3, 1} {
+			topic := fmt.Sprintf("ack-%s-rf%d", mode, rf)
+			configs := map[string]*string{}
+			if mode == "pagecache" {
+				configs["flush.messages"] = &pageCache
+			}
+			if _, err := adm.CreateTopic(ctx, 6, rf, configs, topic); err != nil {
+				b.Fatal(err)
+			}
+			b.Run(fmt.Sprintf("%s/rf=%d", mode, rf), func(b *testing.B) {
+				benchAckLatency(ctx, b, c.bootstrap(), topic)
+			})
+		}
+	}
+}
+
+// benchAckLatency produces b.N records at 10,000/s and reports the
+// acknowledgement latency's median and 99th percentile.
+func benchAckLatency(ctx context.Context, b *testing.B, seeds []string, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	value := make([]byte, 100)
+	var failed atomic.Int64
+	// run produces len(lat) records at 10,000/s and records each one's
+	// acknowledgement latency.
+	run := func(lat []time.Duration) {
+		var acked sync.WaitGroup
+		const perTick = 10 // 10 records per millisecond
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for i := 0; i < len(lat); {
+			<-tick.C
+			for j := 0; j < perTick && i < len(lat); j, i = j+1, i+1 {
+				start, slot := time.Now(), &lat[i]
+				acked.Add(1)
+				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						failed.Add(1)
+					}
+					*slot = time.Since(start)
+					acked.Done()
+				})
+			}
+		}
+		if err := cl.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		acked.Wait()
+	}
+	// A second of warm-up: connections, producer id, and every
+	// partition's followers past the new topic's first fetches.
+	run(make([]time.Duration, 10_000))
+	lat := make([]time.Duration, b.N)
+	b.ResetTimer()
+	run(lat)
+	b.StopTimer()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d records failed", n)
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
