@@ -266,7 +266,7 @@ func (c *conn) readLoop() {
 			}
 		}
 		c.setReadDeadline()
-		frame, err := c.readFrame(br, int(size), bulk)
+		frame, pooled, err := c.readFrame(br, int(size), bulk)
 		h := &held{c: c, frame: int64(cap(frame)), small: size <= smallFrame}
 		if err != nil {
 			c.logReadError(err, false)
@@ -284,6 +284,10 @@ func (c *conn) readLoop() {
 		resp, ok := c.handle(req)
 		if !ok {
 			return
+		}
+		if bulk {
+			// The produce's records were copied to the log (Handler).
+			putFrameBuffer(pooled)
 		}
 		p := pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, resp: resp, held: h}
 		if resp.Later != nil && bulk {
@@ -422,28 +426,32 @@ func (c *conn) waitQueuedBytes() bool {
 // budget without waiting: every request but bulk Produce is that small,
 // and none of them must wait behind bulk data (a follower's fetch, which
 // an acks=all produce holding the budget may be waiting for). A larger
-// frame's buffer starts at smallFrame and doubles as its bytes arrive,
-// each step taken from the budget first, waiting for room: a client that
-// claims 100 MB and sends them slowly holds only what it has sent.
+// frame's buffer starts at smallFrame and grows fourfold (frameGrowth) as
+// its bytes arrive, each step taken from the budget first, waiting for
+// room: a client that claims 100 MB and sends them slowly holds only a few
+// times what it has sent.
 //
-// A fresh buffer per request: the decoded body aliases it, and a handler
-// may keep it (a Later closure, records being replicated) after this loop
-// has moved on. The frame's bytes stay charged to the connection until its
-// response is written.
-func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) {
+// A Produce frame larger than smallFrame (bulk) is read into buffers of a
+// pool (framepool.go), whose size may exceed the frame's by up to a
+// sixteenth: the budget is charged the buffer's whole capacity, cap(frame)
+// (the bytes read stop at size). pooled is the buffer under the frame, for
+// the caller to give back once the request is handled (the Handler
+// contract). Any other frame gets a fresh buffer, which the decoded body
+// aliases and a handler may keep. The frame's bytes stay charged to the
+// connection until its response is written. On an error the frame is nil.
+func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) (frame, pooled []byte, err error) {
 	budget := c.s.budget
 	if size <= smallFrame {
 		// Allocated as the bytes arrive (all at once when they have):
 		// a client that sends size prefixes and nothing more holds
 		// nothing.
-		var frame []byte
 		for len(frame) < size {
 			if len(frame) == cap(frame) {
 				if _, err := br.Peek(1); err != nil {
 					if err == io.EOF {
 						err = io.ErrUnexpectedEOF
 					}
-					return frame, err
+					return frame, nil, err
 				}
 				n := min(size, max(2*cap(frame), len(frame)+br.Buffered(), smallFrameStart))
 				grow := int64(n - cap(frame))
@@ -458,10 +466,10 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 				if err == io.EOF {
 					err = io.ErrUnexpectedEOF
 				}
-				return frame, err
+				return frame, nil, err
 			}
 		}
-		return frame, nil
+		return frame, nil, nil
 	}
 	budget.newFrame(c)
 	defer budget.frameDone(c)
@@ -482,7 +490,6 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 		idleEnd = time.Now().Add(c.s.cfg.IdleTimeout)
 	}
 	stall := c.s.cfg.StallTimeout
-	var frame []byte
 	var check time.Time
 	// The overdraft's pace: from paceStart, when paceBase bytes had been
 	// read, the rest must come within stall; checked at paceCheck.
@@ -518,20 +525,33 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 	for len(frame) < size {
 		if len(frame) == cap(frame) {
 			n := min(max(frameGrowth*cap(frame), smallFrame), size)
+			if bulk {
+				n = frameBufferSize(n)
+			}
 			grow := int64(n - cap(frame))
 			waitStart := time.Now()
 			if err := budget.acquire(c.ctx, grow, int64(cap(frame)), int64(size), c, bulk); err != nil {
-				return frame, err
+				putFrameBuffer(pooled)
+				return nil, nil, err
 			}
 			if !idleEnd.IsZero() {
 				// Waiting for the budget is not the client idling.
 				idleEnd = idleEnd.Add(time.Since(waitStart))
 			}
 			c.take(grow)
-			frame = append(make([]byte, 0, n), frame...)
+			if bulk {
+				next := getFrameBuffer(n)
+				frame = append(next[:0], frame...)
+				putFrameBuffer(pooled)
+				pooled = next
+			} else {
+				frame = append(make([]byte, 0, n), frame...)
+			}
 			checkpoint(time.Now())
 		}
-		m, err := br.Read(frame[len(frame):cap(frame)])
+		// A pooled buffer may be larger than the frame: never read
+		// past the frame's end (the next request's bytes).
+		m, err := br.Read(frame[len(frame):min(cap(frame), size)])
 		frame = frame[:len(frame)+m]
 		now := time.Now()
 		if err != nil {
@@ -540,7 +560,8 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 				if err == io.EOF {
 					err = io.ErrUnexpectedEOF
 				}
-				return frame, err
+				putFrameBuffer(pooled)
+				return nil, nil, err
 			}
 			// The stall check's deadline: see below.
 		}
@@ -566,17 +587,19 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) ([]byte, error) 
 			left := size - paceBase
 			due := int64(float64(left) * float64(now.Sub(paceStart)) / float64(stall))
 			if int64(len(frame)-paceBase+smallFrame) < due {
-				return frame, fmt.Errorf("%w: %d of %d bytes sent, %d in the %v since it got the overdraft, too slow to finish within %v while others wait for the memory budget",
+				putFrameBuffer(pooled)
+				return nil, nil, fmt.Errorf("%w: %d of %d bytes sent, %d in the %v since it got the overdraft, too slow to finish within %v while others wait for the memory budget",
 					errStalled, len(frame), size, len(frame)-paceBase, now.Sub(paceStart).Round(time.Millisecond), stall)
 			}
 		}
 		if !now.Before(check) {
-			return frame, fmt.Errorf("%w: %d of %d bytes sent, the %d-byte buffer not filled within %v while others wait for the memory budget",
+			putFrameBuffer(pooled)
+			return nil, nil, fmt.Errorf("%w: %d of %d bytes sent, the %d-byte buffer not filled within %v while others wait for the memory budget",
 				errStalled, len(frame), size, cap(frame), stall)
 		}
 		checkpoint(now)
 	}
-	return frame, nil
+	return frame, pooled, nil
 }
 
 // errStalled closes a connection whose large frame stopped progressing

@@ -18,8 +18,10 @@ type Request struct {
 	ClientID *string
 	// Body is the decoded request; Body.GetVersion() == Version. Byte
 	// fields (Produce records, SASL tokens, group metadata) alias the
-	// request's frame buffer, which the server never reuses, so handlers
-	// may keep them; strings are copies.
+	// request's frame buffer; strings are copies (decoding must keep
+	// copying them). The server reuses the buffer of a large Produce once
+	// Handle returns (see Handler); other requests' buffers are never
+	// reused, so handlers may keep their byte fields.
 	Body kmsg.Request
 	// UnsupportedVersion is non-zero only for an ApiVersions request whose
 	// version is above the highest one supported: it then holds the
@@ -87,6 +89,11 @@ type Response struct {
 // producer's pipelined batches are appended in the order sent). Handle must
 // not block for long; waiting belongs in Response.Later. The context is
 // cancelled when the connection closes or the server stops.
+//
+// The bytes of a large Produce request (the record batches its body points
+// into) are reused for a later request once Handle returns: a handler
+// copies what it keeps (appending to a log does), and its Later must not
+// read them.
 type Handler interface {
 	Handle(ctx context.Context, req *Request) Response
 }

@@ -1,0 +1,93 @@
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestFrameClass(t *testing.T) {
+	for _, tc := range []struct{ n, class, size int }{
+		{1, 0, 1},
+		{64 << 10, 0, 64 << 10},
+		{64<<10 + 1, 1, 64<<10 + 1}, // 128 KiB would waste half: exact
+		{128 << 10, 1, 128 << 10},
+		{1_000_012, 4, 1 << 20}, // a producer's default batch.max.bytes request
+		{1 << 20, 4, 1 << 20},
+		{1<<20 + 1, 5, 1<<20 + 1},
+		{2<<20 - 100<<10, 5, 2 << 20}, // wastes under a sixteenth
+		{16 << 20, 8, 16 << 20},
+		{16<<20 + 1, -1, 16<<20 + 1},
+	} {
+		if c := frameClass(tc.n); c != tc.class {
+			t.Errorf("frameClass(%d) = %d, want %d", tc.n, c, tc.class)
+		}
+		size := frameBufferSize(tc.n)
+		if size != tc.size {
+			t.Errorf("frameBufferSize(%d) = %d, want %d", tc.n, size, tc.size)
+		}
+		b := getFrameBuffer(size)
+		if len(b) != size || cap(b) != size {
+			t.Errorf("getFrameBuffer(%d): len %d cap %d", size, len(b), cap(b))
+		}
+		putFrameBuffer(b)
+	}
+	// Buffers of other sizes are not pooled: a later get never returns
+	// one of another size.
+	putFrameBuffer(make([]byte, 100<<10))
+	for range 10 {
+		if b := getFrameBuffer(128 << 10); cap(b) != 128<<10 {
+			t.Fatalf("getFrameBuffer(128 KiB) has cap %d", cap(b))
+		}
+	}
+}
+
+// Large Produce frames are read into reused buffers: pipelined requests,
+// each filled with its own byte, must each reach the handler with exactly
+// their own bytes, whatever the earlier ones left in the buffers.
+func TestPipelinedProduceFramesKeepTheirBytes(t *testing.T) {
+	const n = 40
+	sizes := []int{300 << 10, 1_000_000, 70 << 10, 2 << 20, 200 << 10}
+	next := 0
+	bad := make(chan error, n)
+	h := HandlerFunc(func(_ context.Context, req *Request) Response {
+		r := req.Body.(*kmsg.ProduceRequest)
+		want := bytes.Repeat([]byte{byte(next + 1)}, sizes[next%len(sizes)])
+		if got := r.Topics[0].Partitions[0].Records; !bytes.Equal(got, want) {
+			bad <- fmt.Errorf("request %d: %d bytes of records, not %d bytes of %d", next, len(got), len(want), next+1)
+		}
+		next++
+		resp := r.ResponseKind().(*kmsg.ProduceResponse)
+		// Answered later, as acks=all is: the next frames are read
+		// (into the pool's buffers) meanwhile.
+		return Response{Later: func() kmsg.Response { return resp }}
+	})
+	_, addr := startServer(t, Config{}, h)
+	c := dialRaw(t, addr)
+	go func() {
+		for i := range n {
+			req := kmsg.NewPtrProduceRequest()
+			req.Version, req.Acks, req.TimeoutMillis = 9, -1, 1000
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = "t"
+			rp := kmsg.NewProduceRequestTopicPartition()
+			rp.Records = bytes.Repeat([]byte{byte(i + 1)}, sizes[i%len(sizes)])
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			c.send(req, int32(i))
+		}
+	}()
+	for range n {
+		c.recvFrame()
+	}
+	close(bad)
+	for err := range bad {
+		t.Error(err)
+	}
+	if next != n {
+		t.Fatalf("%d requests handled, want %d", next, n)
+	}
+}
