@@ -606,6 +606,22 @@ func sumStats(stats []*benchStats) *benchTotals {
 }
 
 // benchErrors counts errors of a run and keeps the first one's message.
+// pollFetches polls cl once and counts its fetch errors (but the end of
+// ctx's) in errs; it reports false once the client or ctx is done.
+func pollFetches(ctx context.Context, cl *kgo.Client, errs *benchErrors) (kgo.Fetches, bool) {
+	fetches := cl.PollFetches(ctx)
+	if fetches.IsClientClosed() || ctx.Err() != nil {
+		return nil, false
+	}
+	fetches.EachError(func(t string, p int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return
+		}
+		errs.add(1, fmt.Errorf("fetching %s[%d]: %w", t, p, err))
+	})
+	return fetches, true
+}
+
 type benchErrors struct {
 	mu    sync.Mutex
 	count int64

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -222,16 +221,10 @@ type benchConsumer struct {
 
 func (c *benchConsumer) loop(ctx context.Context) {
 	for {
-		fetches := c.cl.PollFetches(ctx)
-		if fetches.IsClientClosed() || ctx.Err() != nil {
+		fetches, ok := pollFetches(ctx, c.cl, c.errs)
+		if !ok {
 			return
 		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return
-			}
-			c.errs.add(1, fmt.Errorf("fetching %s[%d]: %w", t, p, err))
-		})
 		var n, bytes int64
 		reached := false
 		fetches.EachRecord(func(r *kgo.Record) {

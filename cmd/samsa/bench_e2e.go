@@ -10,7 +10,6 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -154,16 +153,10 @@ type e2eConsumer struct {
 
 func (c *e2eConsumer) loop(ctx context.Context) {
 	for {
-		fetches := c.cl.PollFetches(ctx)
-		if fetches.IsClientClosed() || ctx.Err() != nil {
+		fetches, ok := pollFetches(ctx, c.cl, c.errs)
+		if !ok {
 			return
 		}
-		fetches.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return
-			}
-			c.errs.add(1, fmt.Errorf("fetching %s[%d]: %w", t, p, err))
-		})
 		now := time.Now()
 		nowNanos := now.UnixNano()
 		// Lock order: tracker, then stats, then errs.
