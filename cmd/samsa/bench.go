@@ -590,6 +590,21 @@ type benchTotals struct {
 	latency        latencyHistogram
 }
 
+// measuredResult is the result of a produce or e2e run whose measured
+// part began at from: throughput up to its last record, errors, and the
+// latency of t.
+func measuredResult(mode string, o *benchOptions, t *benchTotals, from time.Time, errs *benchErrors) benchResult {
+	res := benchResult{Mode: mode, Topic: o.topic, RecordSize: o.recordSize}
+	var elapsed time.Duration
+	if t.records > 0 {
+		elapsed = t.last.Sub(from)
+	}
+	res.setThroughput(t.records, t.bytes, elapsed)
+	res.Errors, res.FirstError = errs.snapshot()
+	res.Latency = summarizeLatency(&t.latency)
+	return res
+}
+
 func sumStats(stats []*benchStats) *benchTotals {
 	t := &benchTotals{}
 	for _, s := range stats {

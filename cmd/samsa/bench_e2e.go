@@ -123,17 +123,8 @@ func (o *benchOptions) runE2E(ctx context.Context, adm *kadm.Client, partitions 
 	if duplicates > 0 {
 		errs.add(duplicates, fmt.Errorf("%d records received more than once", duplicates))
 	}
-	e2e := sumStats([]*benchStats{consumerStats})
-	ack := sumStats([]*benchStats{producerStats})
-	res := benchResult{Mode: "e2e", Topic: o.topic, RecordSize: o.recordSize}
-	var elapsed time.Duration
-	if e2e.records > 0 {
-		elapsed = e2e.last.Sub(warmupEnd)
-	}
-	res.setThroughput(e2e.records, e2e.bytes, elapsed)
-	res.Errors, res.FirstError = errs.snapshot()
-	res.Latency = summarizeLatency(&e2e.latency)
-	res.AckLatency = summarizeLatency(&ack.latency)
+	res := measuredResult("e2e", o, sumStats([]*benchStats{consumerStats}), warmupEnd, errs)
+	res.AckLatency = summarizeLatency(&sumStats([]*benchStats{producerStats}).latency)
 	res.Lost, res.Duplicates = &lost, &duplicates
 	return res, nil
 }

@@ -84,16 +84,7 @@ func (o *benchOptions) runProduce(ctx context.Context, stderr io.Writer) (benchR
 	wg.Wait()
 	stopProgress()
 
-	totals := sumStats(stats)
-	res := benchResult{Mode: "produce", Topic: o.topic, RecordSize: o.recordSize}
-	var elapsed time.Duration
-	if totals.records > 0 {
-		elapsed = totals.last.Sub(warmupEnd)
-	}
-	res.setThroughput(totals.records, totals.bytes, elapsed)
-	res.Errors, res.FirstError = errs.snapshot()
-	res.Latency = summarizeLatency(&totals.latency)
-	return res, nil
+	return measuredResult("produce", o, sumStats(stats), warmupEnd, errs), nil
 }
 
 // benchProducer is one producer client of a run. sendLoop and finish run
