@@ -338,10 +338,14 @@ func TestBudgetTrickleDoesNotStarve(t *testing.T) {
 	s, addr := startServer(t, Config{QueuedMaxBytes: budget, IdleTimeout: time.Minute, StallTimeout: 500 * time.Millisecond}, produceAnswerer())
 	slow := dialRaw(t, addr)
 	slow.write(produceFrameHeader(90 << 20))
-	slow.write(make([]byte, budget)) // fills the budget and waits for more
+	slow.write(make([]byte, budget)) // fills the budget and wants more
+	// Alone, it gets the overdraft and takes its next step beyond the
+	// budget. Had the other client been waiting before then, the other
+	// (with the fewer bytes left) would have got the overdraft first and
+	// nothing would have been left to close the trickler for.
 	waitFor(t, ioTimeout, func() error {
-		if u := s.budget.Used(); u < budget {
-			return fmt.Errorf("used %d", u)
+		if u := s.budget.Used(); u <= budget {
+			return fmt.Errorf("used %d, the trickler has no overdraft yet", u)
 		}
 		return nil
 	})
