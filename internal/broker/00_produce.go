@@ -102,11 +102,12 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 		// Nothing to wait for, but the appended data must still become
 		// durable and visible to consumers.
 		return protocol.Response{NoResponse: true, Close: failed, Later: func() kmsg.Response {
-			for _, a := range pending {
+			inParallel(len(pending), maxParallelSyncs, func(i int) {
+				a := pending[i]
 				if err := a.part.Flush(); err != nil && !errors.Is(err, klog.ErrClosed) {
 					b.logger.Error("flush after acks=0 produce failed", "topic", a.part.Topic, "partition", a.part.Index, "err", err)
 				}
-			}
+			})
 			return nil
 		}}
 	}
@@ -116,6 +117,13 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 	return protocol.Response{Later: func() kmsg.Response {
 		wctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
 		defer cancel()
+		if len(pending) > 1 {
+			// Sync the partitions' logs together first: one after
+			// another, each fsync would wait for the device on its own.
+			// A failed sync fails its log for good, and the wait below
+			// reports it.
+			inParallel(len(pending), maxParallelSyncs, func(i int) { pending[i].part.Sync(pending[i].end) })
+		}
 		for _, a := range pending {
 			var err error
 			if r.Acks == -1 {

@@ -41,7 +41,7 @@ func TestFollowerAppliesPartitionsConcurrentlyAndFenced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lp := &localPartition{Partition: replica.New("t", i, 1, l)}
+		lp := &localPartition{Partition: replica.New("t", i, 1, l, 0)}
 		if err := lp.BecomeFollower(1, 2); err != nil {
 			t.Fatal(err)
 		}

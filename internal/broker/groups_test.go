@@ -80,7 +80,7 @@ func newOffsetsReplica(t *testing.T) *replica.Partition {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := replica.New(group.OffsetsTopic, 0, 1, l)
+	p := replica.New(group.OffsetsTopic, 0, 1, l, 0)
 	t.Cleanup(func() { p.Close(false) })
 	return p
 }

@@ -40,7 +40,7 @@ func TestHousekeepingFlushesFsyncTail(t *testing.T) {
 	if hw, flushed := lp.HighWatermark(), lp.Log().FlushedOffset(); hw != 0 || flushed != 0 {
 		t.Fatalf("before housekeeping: HW %d, flushed %d; want 0, 0", hw, flushed)
 	}
-	m.housekeep(lp, time.Now(), false, false)
+	m.housekeepRound(time.Now(), false, false)
 	if hw, flushed, leo := lp.HighWatermark(), lp.Log().FlushedOffset(), lp.Log().EndOffset(); flushed != leo || hw != leo {
 		t.Fatalf("after housekeeping: HW %d, flushed %d, LEO %d; want both at the LEO", hw, flushed, leo)
 	}

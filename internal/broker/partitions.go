@@ -68,6 +68,13 @@ type partitionManager struct {
 	removing sync.WaitGroup
 	// tombSeq numbers the tombs (tomb).
 	tombSeq atomic.Uint64
+
+	// startHW is the high watermark checkpoint read at start, for the
+	// replicas openExisting opens; nil afterwards (hwcheckpoint.go).
+	startHW map[topicPartition]hwEntry
+	// hwMu serializes checkpoints; hwWritten is the last one written.
+	hwMu      sync.Mutex
+	hwWritten []byte
 }
 
 func newPartitionManager(b *Broker) *partitionManager {
@@ -134,7 +141,9 @@ func (m *partitionManager) openExisting(s *coord.Snapshot) error {
 			}
 		}
 	}
+	m.startHW = readHighWatermarks(m.b.cfg.logDir())
 	m.reconcile(s)
+	m.startHW = nil
 	m.setReconciled(s)
 	return nil
 }
@@ -242,10 +251,17 @@ func (m *partitionManager) waitReconciled(ctx context.Context, rev int64) error 
 func (m *partitionManager) reconcile(s *coord.Snapshot) {
 	self := m.b.cfg.NodeID
 	want := map[topicPartition]bool{}
+	type opening struct {
+		tp       topicPartition
+		id       meta.TopicID
+		settings topicSettings
+	}
+	var toOpen []opening
+	settingsOf := make(map[string]topicSettings, len(s.Topics))
 	for name, vt := range s.Topics {
 		t := vt.Topic
 		settings := resolveTopicSettings(t.Configs, m.b.cfg.TopicDefaults)
-		states := s.Partitions[name]
+		settingsOf[name] = settings
 		for i, replicas := range t.Partitions {
 			if !slices.Contains(replicas, self) {
 				continue
@@ -259,12 +275,33 @@ func (m *partitionManager) reconcile(s *coord.Snapshot) {
 				lp = nil
 			}
 			if lp == nil {
-				var err error
-				if lp, err = m.open(tp, t.ID, settings); err != nil {
-					m.b.logger.Error("cannot open partition", "topic", name, "partition", i, "err", err)
-					continue
-				}
-			} else if *lp.settings.Load() != settings {
+				toOpen = append(toOpen, opening{tp, t.ID, settings})
+			}
+		}
+	}
+	// Opening a log syncs a few files (partition.metadata, the first
+	// segment, the directory): several at once, so that a topic of
+	// thousands of partitions is not opened one fsync after another.
+	inParallel(len(toOpen), maxParallelSyncs, func(i int) {
+		o := toOpen[i]
+		if _, err := m.open(o.tp, o.id, o.settings); err != nil {
+			m.b.logger.Error("cannot open partition", "topic", o.tp.topic, "partition", o.tp.partition, "err", err)
+		}
+	})
+	for name, vt := range s.Topics {
+		t := vt.Topic
+		settings := settingsOf[name]
+		states := s.Partitions[name]
+		for i, replicas := range t.Partitions {
+			if !slices.Contains(replicas, self) {
+				continue
+			}
+			tp := topicPartition{name, int32(i)}
+			lp := m.get(name, int32(i))
+			if lp == nil {
+				continue // it failed to open
+			}
+			if *lp.settings.Load() != settings {
 				lp.Log().SetConfig(m.logConfig(settings))
 				lp.settings.Store(&settings)
 			}
@@ -365,7 +402,7 @@ func (m *partitionManager) open(tp topicPartition, id meta.TopicID, settings top
 	if err != nil {
 		return nil, err
 	}
-	lp := &localPartition{Partition: replica.New(tp.topic, tp.partition, m.b.cfg.NodeID, l), topicID: id}
+	lp := &localPartition{Partition: replica.New(tp.topic, tp.partition, m.b.cfg.NodeID, l, m.checkpointedHighWatermark(tp, id)), topicID: id}
 	lp.settings.Store(&settings)
 	m.mu.Lock()
 	m.parts[tp] = lp
@@ -479,23 +516,36 @@ func (m *partitionManager) runHousekeeping(ctx context.Context) {
 			if checkpoint {
 				lastCheckpoint = now
 			}
-			for _, lp := range m.all() {
-				m.housekeep(lp, now, checkpoint, retention)
-			}
+			m.housekeepRound(now, checkpoint, retention)
 		}
 	}
 }
 
-// housekeep is one housekeeping round of one replica.
-func (m *partitionManager) housekeep(lp *localPartition, now time.Time, checkpoint, retention bool) {
-	if lp.MaybeShrinkISR(now) {
-		m.b.isr.propose(lp)
-	}
-	if checkpoint {
-		if err := lp.CheckpointHighWatermark(); err != nil && !errors.Is(err, replica.ErrClosed) {
-			m.b.logger.Warn("high watermark checkpoint failed", "topic", lp.Topic, "partition", lp.Index, "err", err)
+// housekeepRound is one housekeeping round: it checks every replica's ISR,
+// runs housekeep for those that have I/O to do, several at once so that
+// their fsyncs overlap (maxParallelSyncs), and with checkpoint writes the
+// high watermark checkpoint.
+func (m *partitionManager) housekeepRound(now time.Time, checkpoint, retention bool) {
+	var due []*localPartition
+	for _, lp := range m.all() {
+		if lp.MaybeShrinkISR(now) {
+			m.b.isr.propose(lp)
+		}
+		if retention || lp.Log().NeedsFlush() || lp.Log().Err() != nil {
+			due = append(due, lp)
 		}
 	}
+	inParallel(len(due), maxParallelSyncs, func(i int) { m.housekeep(due[i], retention) })
+	if checkpoint {
+		if err := m.checkpointHighWatermarks(); err != nil {
+			m.b.logger.Warn("high watermark checkpoint failed", "err", err)
+		}
+	}
+}
+
+// housekeep is the I/O of one housekeeping round of one replica: a due
+// flush, a failed log, retention.
+func (m *partitionManager) housekeep(lp *localPartition, retention bool) {
 	// In page-cache mode when flush.messages or flush.ms say so; in fsync
 	// mode whenever a tail is unflushed (left by a produce whose
 	// connection closed before its flush, or appended just before the
@@ -605,6 +655,9 @@ func (m *partitionManager) closeAll() error {
 		}
 	}()
 	m.fetchers.closeAll()
+	if err := m.checkpointHighWatermarks(); err != nil {
+		m.b.logger.Warn("high watermark checkpoint at shutdown failed", "err", err)
+	}
 	m.mu.Lock()
 	parts := m.parts
 	m.parts = map[topicPartition]*localPartition{}

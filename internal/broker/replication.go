@@ -261,10 +261,6 @@ type fetchAnswer struct {
 	rp    *kmsg.FetchResponseTopicPartition
 }
 
-// maxParallelAppends bounds the partitions of one fetch response applied at
-// once.
-const maxParallelAppends = 8
-
 // handleAll applies a fetch response's answers and returns their errors,
 // in order. Answers that carry records are applied concurrently: each
 // appends and, for topics that acknowledge only fsync'd data, syncs its
@@ -273,25 +269,21 @@ const maxParallelAppends = 8
 // fetch, whose positions are what moves the leader's high watermark.
 func (f *fetcher) handleAll(answers []fetchAnswer) []error {
 	errs := make([]error, len(answers))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, maxParallelAppends)
+	var withRecords []int
 	for i := range answers {
 		a := &answers[i]
-		if len(a.rp.RecordBatches) == 0 || len(answers) == 1 {
+		if len(a.rp.RecordBatches) == 0 {
 			// The replica's follower operations check that it still
 			// follows in the epoch the request went out with.
 			errs[i] = f.handle(a.lp, a.epoch, a.rp)
 			continue
 		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = f.handle(a.lp, a.epoch, a.rp)
-			<-slots
-		}()
+		withRecords = append(withRecords, i)
 	}
-	wg.Wait()
+	inParallel(len(withRecords), maxParallelSyncs, func(j int) {
+		a := &answers[withRecords[j]]
+		errs[withRecords[j]] = f.handle(a.lp, a.epoch, a.rp)
+	})
 	return errs
 }
 

@@ -3,10 +3,6 @@ package replica
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	klog "github.com/samsa-io/samsa/internal/log"
 )
@@ -240,50 +236,6 @@ func (p *Partition) TruncateFullyAndStartAt(epoch int32, offset int64) error {
 	}
 	p.highWatermark.Store(offset)
 	return nil
-}
-
-// highWatermarkFile is the partition's high watermark checkpoint, beside the
-// log; a restarted replica starts from min(checkpoint, LEO).
-const highWatermarkFile = "high-watermark"
-
-// CheckpointHighWatermark writes the high watermark to disk (write, fsync,
-// rename). It fails with ErrClosed once Close has begun.
-func (p *Partition) CheckpointHighWatermark() error {
-	p.checkpointMu.Lock()
-	defer p.checkpointMu.Unlock()
-	if p.isClosed() {
-		return ErrClosed
-	}
-	dir := p.log.Dir()
-	tmp := filepath.Join(dir, highWatermarkFile+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(strconv.FormatInt(p.highWatermark.Load(), 10) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, highWatermarkFile))
-}
-
-// readHighWatermark reads the checkpoint in dir, 0 if absent or damaged.
-func readHighWatermark(dir string) int64 {
-	b, err := os.ReadFile(filepath.Join(dir, highWatermarkFile))
-	if err != nil {
-		return 0
-	}
-	hw, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil || hw < 0 {
-		return 0
-	}
-	return hw
 }
 
 // checkFetchedEpochs checks that batches, fetched from the leader of epoch,

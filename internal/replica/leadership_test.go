@@ -34,7 +34,7 @@ func newPartitionFS(t *testing.T, flushMessages int64) (*Partition, *klog.MemFS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := New("t", 0, 1, l)
+	p := New("t", 0, 1, l, 0)
 	t.Cleanup(func() { p.Close(false) })
 	return p, fs
 }

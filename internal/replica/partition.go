@@ -106,20 +106,17 @@ type Partition struct {
 	commitWaiters map[*Waiter]struct{}
 	// closed is set by Close; the data path then fails with ErrClosed.
 	closed bool
-
-	// checkpointMu serializes high-watermark checkpoints with Close, so
-	// that no checkpoint writes into the directory once Close has begun
-	// (deleting it, perhaps for a new incarnation of the partition).
-	checkpointMu sync.Mutex
 }
 
 // New wraps an open log. The replica has no role until BecomeLeader or
-// BecomeFollower.
-func New(topic string, index, localID int32, l *klog.Log) *Partition {
+// BecomeFollower. Its high watermark starts at min(checkpointed, LEO):
+// checkpointed is the last high watermark its broker wrote down for this
+// log (0 if none), which the log may have lost the end of.
+func New(topic string, index, localID int32, l *klog.Log, checkpointed int64) *Partition {
 	p := &Partition{Topic: topic, Index: index, localID: localID, log: l, leader: -1,
 		waiters: map[*Waiter]struct{}{}, commitWaiters: map[*Waiter]struct{}{}}
 	p.leaderEpoch.Store(-1)
-	p.highWatermark.Store(min(readHighWatermark(l.Dir()), l.EndOffset()))
+	p.highWatermark.Store(max(min(checkpointed, l.EndOffset()), 0))
 	return p
 }
 
@@ -267,11 +264,8 @@ func (p *Partition) appendAsLeader(want int32, batches []byte) (Appended, error)
 // (ErrNotLeader, also for a wait that begins after the change). It returns
 // early with ctx's error.
 func (p *Partition) WaitCommitted(ctx context.Context, epoch int32, end int64) error {
-	if p.log.SyncOnAppend() && p.log.FlushedOffset() < end {
-		// Group commit: concurrent callers share the fsync.
-		if err := p.log.Flush(); err != nil {
-			return err
-		}
+	if err := p.Sync(end); err != nil {
+		return err
 	}
 	if done, err := p.committedIn(epoch, end); done || err != nil {
 		// Committed by the flush (a lone leader) or refused: no waiter.
@@ -321,6 +315,18 @@ func (p *Partition) leadingInLocked(epoch int32) error {
 		return ErrNotLeader
 	case p.leaderEpoch.Load() != epoch:
 		return fmt.Errorf("%w: appended in leader epoch %d, now leading in %d", ErrNotLeader, epoch, p.leaderEpoch.Load())
+	}
+	return nil
+}
+
+// Sync makes the log durable up to end if the topic acknowledges only
+// fsync'd data (WaitCommitted and WaitLocal begin with it); in page-cache
+// mode it does nothing. Concurrent callers share one fsync (the log's group
+// commit), so a caller waiting for several partitions syncs them at once
+// and then waits for each.
+func (p *Partition) Sync(end int64) error {
+	if p.log.SyncOnAppend() && p.log.FlushedOffset() < end {
+		return p.log.Flush()
 	}
 	return nil
 }
@@ -469,9 +475,6 @@ func (p *Partition) close(end func() error) error {
 	p.notifyLocked()
 	p.waiters, p.commitWaiters = map[*Waiter]struct{}{}, map[*Waiter]struct{}{}
 	p.mu.Unlock()
-	// Wait out a checkpoint in progress; later ones see closed.
-	p.checkpointMu.Lock()
-	defer p.checkpointMu.Unlock()
 	return end()
 }
 
@@ -481,10 +484,8 @@ func (p *Partition) close(end func() error) error {
 // WaitCommitted it succeeds only while the replica still leads in epoch,
 // the epoch it appended in.
 func (p *Partition) WaitLocal(epoch int32, end int64) error {
-	if p.log.SyncOnAppend() && p.log.FlushedOffset() < end {
-		if err := p.log.Flush(); err != nil {
-			return err
-		}
+	if err := p.Sync(end); err != nil {
+		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

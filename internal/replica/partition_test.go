@@ -5,9 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -41,7 +38,7 @@ func newPartition(t *testing.T, flushMessages int64) *Partition {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := New("t", 0, 1, l)
+	p := New("t", 0, 1, l, 0)
 	t.Cleanup(func() { p.Close(false) })
 	return p
 }
@@ -258,48 +255,6 @@ func TestDivergenceAtLEODropsEmptyEpoch(t *testing.T) {
 	}
 	if pos, _ := p.FetchPosition(); leo != 5 || pos.Offset != 5 || pos.LastFetchedEpoch != 0 || pos.LeaderEpoch != 2 {
 		t.Fatalf("after the divergence: LEO %d, fetch position %+v; want 5, offset 5, last epoch 0, leader epoch 2", leo, pos)
-	}
-}
-
-// A high-watermark checkpoint racing with Close(true) never writes into
-// the directory once Close has begun deleting it (the broker's
-// housekeeping checkpoints while the partition manager removes the replica
-// of a deleted topic, whose directory a new incarnation may reuse).
-func TestCheckpointDoesNotOutliveDelete(t *testing.T) {
-	for i := range 30 {
-		dir := filepath.Join(t.TempDir(), "t-0")
-		l, err := klog.Open(dir, klog.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := New("t", 0, 1, l)
-		done := make(chan error, 1)
-		go func() {
-			for {
-				if err := p.CheckpointHighWatermark(); err != nil {
-					done <- err
-					return
-				}
-			}
-		}()
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			if _, err := os.Stat(filepath.Join(dir, highWatermarkFile)); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no checkpoint written in 10s")
-			}
-			runtime.Gosched()
-		}
-		if err := p.Close(true); err != nil {
-			t.Fatalf("iteration %d: Close(true) during checkpoints: %v", i, err)
-		}
-		if err := <-done; !errors.Is(err, ErrClosed) {
-			t.Fatalf("iteration %d: checkpoint after Close: %v, want ErrClosed", i, err)
-		}
-		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("iteration %d: the deleted replica's directory is still there (%v)", i, err)
-		}
 	}
 }
 
