@@ -21,6 +21,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,6 +33,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -262,7 +264,7 @@ func contains(list []string, s string) bool {
 func runWorkload(ctx context.Context, env *environment, o *options, live *running, s series, w workload, round int) (result, error) {
 	topic := fmt.Sprintf("perf-%s-%s", w.name, s.name)
 	common := []string{"--bootstrap-server", live.bootstrap, "--topic", topic, "--json", "--progress", "0",
-		"--partitions", "6", "--replication-factor", fmt.Sprint(s.rf)}
+		"--partitions", strconv.Itoa(cmp.Or(w.partitions, 6)), "--replication-factor", fmt.Sprint(s.rf)}
 	for _, c := range append(slices.Clone(s.configs), o.topicConfigs...) {
 		common = append(common, "--topic-config", c)
 	}

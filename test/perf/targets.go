@@ -96,6 +96,8 @@ type workload struct {
 	name string
 	args func(o *options) []string
 	prep func(o *options) []string
+	// partitions of its topic; 0 means 6.
+	partitions int
 }
 
 func workloads() []workload {
@@ -108,6 +110,8 @@ func workloads() []workload {
 	return []workload{
 		{name: "produce-100B", args: produce(100)},
 		{name: "produce-1KiB", args: produce(1024)},
+		// Issue 11's scale target: within 15 % of produce-1KiB.
+		{name: "produce-1KiB-2000p", args: produce(1024), partitions: 2000},
 		{name: "consume-1KiB",
 			prep: func(o *options) []string {
 				return []string{"produce", "--record-size", "1024", "--num-records", strconv.Itoa(o.consumeN)}
