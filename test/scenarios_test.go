@@ -92,23 +92,34 @@ func waitPartition(t testing.TB, c *Cluster, topic string, p int32, leader int32
 	return got
 }
 
-// checkpointedHW reads the high watermark checkpoint of a replica
-// (internal/replica's high-watermark file); 0 if there is none yet, as
-// the replica itself reads it.
+// checkpointedHW reads the high watermark a broker last checkpointed for a
+// replica (the logs/high-watermark-checkpoint file of internal/broker:
+// "version\ncount\n" then "topic partition topic-id hw" lines); 0 if there
+// is none yet, as the replica itself reads it.
 func checkpointedHW(t testing.TB, c *Cluster, id int32, topic string, p int32) int64 {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(replicaDir(c, id, topic, p), "high-watermark"))
+	b, err := os.ReadFile(filepath.Join(c.dataDir(id), "logs", "high-watermark-checkpoint"))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	hw, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		t.Fatal(err)
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 2 || lines[0] != "0" {
+		t.Fatalf("broker %d's high watermark checkpoint: unknown format %q", id, b)
 	}
-	return hw
+	for _, line := range lines[2:] {
+		f := strings.Fields(line)
+		if len(f) == 4 && f[0] == topic && f[1] == strconv.Itoa(int(p)) {
+			hw, err := strconv.ParseInt(f[3], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return hw
+		}
+	}
+	return 0
 }
 
 // logEnd is the offset after the last whole batch in a replica's log on

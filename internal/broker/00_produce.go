@@ -117,12 +117,17 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 	return protocol.Response{Later: func() kmsg.Response {
 		wctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
 		defer cancel()
-		if len(pending) > 1 {
-			// Sync the partitions' logs together first: one after
-			// another, each fsync would wait for the device on its own.
-			// A failed sync fails its log for good, and the wait below
-			// reports it.
-			inParallel(len(pending), maxParallelSyncs, func(i int) { pending[i].part.Sync(pending[i].end) })
+		// Sync the partitions' logs together first: one after another,
+		// each fsync would wait for the device on its own. A failed sync
+		// fails its log for good, and the wait below reports it.
+		var syncs []int
+		for i, a := range pending {
+			if a.part.Log().SyncOnAppend() {
+				syncs = append(syncs, i)
+			}
+		}
+		if len(syncs) > 1 {
+			inParallel(len(syncs), maxParallelSyncs, func(j int) { a := pending[syncs[j]]; a.part.Sync(a.end) })
 		}
 		for _, a := range pending {
 			var err error

@@ -3,7 +3,6 @@ package broker
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,28 +35,33 @@ type hwEntry struct {
 	hw int64
 }
 
-// encodeHighWatermarks renders the checkpoint of parts, ordered by topic
-// and partition so that an unchanged set encodes to the same bytes.
-func encodeHighWatermarks(parts []*localPartition) []byte {
-	parts = slices.Clone(parts)
-	slices.SortFunc(parts, func(a, b *localPartition) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+// hwLine is one line of the checkpoint.
+type hwLine struct {
+	tp topicPartition
+	hwEntry
+}
+
+// encodeHighWatermarks renders a checkpoint of lines, ordered by topic and
+// partition so that an unchanged set encodes to the same bytes.
+func encodeHighWatermarks(lines []hwLine) []byte {
+	slices.SortFunc(lines, func(a, b hwLine) int {
+		if c := strings.Compare(a.tp.topic, b.tp.topic); c != 0 {
 			return c
 		}
-		return int(a.Index) - int(b.Index)
+		return int(a.tp.partition) - int(b.tp.partition)
 	})
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "0\n%d\n", len(parts))
-	for _, lp := range parts {
-		fmt.Fprintf(&buf, "%s %d %s %d\n", lp.Topic, lp.Index, lp.topicID, lp.HighWatermark())
+	fmt.Fprintf(&buf, "0\n%d\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintf(&buf, "%s %d %s %d\n", l.tp.topic, l.tp.partition, l.id, l.hw)
 	}
 	return buf.Bytes()
 }
 
 // readHighWatermarks reads the checkpoint in dir: empty if there is none
 // or it is damaged (a partial or unknown file vouches for nothing).
-func readHighWatermarks(dir string) map[topicPartition]hwEntry {
-	b, err := os.ReadFile(filepath.Join(dir, hwCheckpointFile))
+func readHighWatermarks(fsys klog.FS, dir string) map[topicPartition]hwEntry {
+	b, err := klog.ReadFile(fsys, filepath.Join(dir, hwCheckpointFile))
 	if err != nil {
 		return nil
 	}
@@ -86,12 +90,63 @@ func readHighWatermarks(dir string) map[topicPartition]hwEntry {
 	return out
 }
 
+// loadHighWatermarks reads the checkpoint at start (openExisting), before
+// any replica opens; until then no checkpoint is written, so that a start
+// that fails early does not replace the file with an empty one.
+func (m *partitionManager) loadHighWatermarks() {
+	m.hwMu.Lock()
+	defer m.hwMu.Unlock()
+	m.hwStart = readHighWatermarks(m.fs(), m.b.cfg.logDir())
+	if m.hwStart == nil {
+		m.hwStart = map[topicPartition]hwEntry{}
+	}
+}
+
+// takeCheckpointed returns, and forgets, the high watermark checkpointed
+// at start for the replica of tp in incarnation id (0 if none): a replica
+// that opens later (moved away and back, or its topic re-created) did not
+// leave it.
+func (m *partitionManager) takeCheckpointed(tp topicPartition, id meta.TopicID) int64 {
+	m.hwMu.Lock()
+	defer m.hwMu.Unlock()
+	e, ok := m.hwStart[tp]
+	delete(m.hwStart, tp)
+	if ok && e.id == id {
+		return e.hw
+	}
+	return 0
+}
+
 // checkpointHighWatermarks writes the checkpoint of the open replicas
-// unless it would say what the last one said.
+// unless it would say what the last one said. The lines read at start of
+// replicas that have not opened since (their log failed to open) are
+// carried forward while their directory holds that incarnation, so one
+// start at which a log cannot open does not cost it its high watermark at
+// the next.
 func (m *partitionManager) checkpointHighWatermarks() error {
 	m.hwMu.Lock()
 	defer m.hwMu.Unlock()
-	data := encodeHighWatermarks(m.all())
+	if m.hwStart == nil {
+		return nil // not loaded yet
+	}
+	parts := m.all()
+	lines := make([]hwLine, 0, len(parts)+len(m.hwStart))
+	open := make(map[topicPartition]bool, len(parts))
+	for _, lp := range parts {
+		tp := topicPartition{lp.Topic, lp.Index}
+		open[tp] = true
+		lines = append(lines, hwLine{tp, hwEntry{lp.topicID, lp.HighWatermark()}})
+	}
+	for tp, e := range m.hwStart {
+		switch {
+		case open[tp]:
+		case readTopicID(m.dir(tp)) != e.id:
+			delete(m.hwStart, tp) // that incarnation's log is gone
+		default:
+			lines = append(lines, hwLine{tp, e})
+		}
+	}
+	data := encodeHighWatermarks(lines)
 	if bytes.Equal(data, m.hwWritten) {
 		return nil
 	}
@@ -100,13 +155,4 @@ func (m *partitionManager) checkpointHighWatermarks() error {
 	}
 	m.hwWritten = data
 	return nil
-}
-
-// checkpointedHighWatermark returns the high watermark checkpointed for the
-// replica of tp in incarnation id, read at start (0 if none).
-func (m *partitionManager) checkpointedHighWatermark(tp topicPartition, id meta.TopicID) int64 {
-	if e, ok := m.startHW[tp]; ok && e.id == id {
-		return e.hw
-	}
-	return 0
 }

@@ -13,7 +13,10 @@ import "sync"
 const maxParallelSyncs = 32
 
 // inParallel calls fn(i) for each i in [0, n), at most limit at once, and
-// returns once every call has.
+// returns once every call has. A call that panics does not take the
+// process down from its own goroutine: the panic is raised again in the
+// caller's once the others have returned, where the request's recovery
+// (a connection's) catches it as it would have caught a call made there.
 func inParallel(n, limit int, fn func(i int)) {
 	if n == 1 || limit <= 1 {
 		for i := range n {
@@ -21,16 +24,32 @@ func inParallel(n, limit int, fn func(i int)) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		panicked any
+	)
 	slots := make(chan struct{}, limit)
 	for i := range n {
 		slots <- struct{}{}
 		wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					mu.Lock()
+					if panicked == nil {
+						panicked = r
+					}
+					mu.Unlock()
+				}
+				<-slots
+				wg.Done()
+			}()
 			fn(i)
-			<-slots
 		}()
 	}
 	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }

@@ -69,11 +69,11 @@ type partitionManager struct {
 	// tombSeq numbers the tombs (tomb).
 	tombSeq atomic.Uint64
 
-	// startHW is the high watermark checkpoint read at start, for the
-	// replicas openExisting opens; nil afterwards (hwcheckpoint.go).
-	startHW map[topicPartition]hwEntry
-	// hwMu serializes checkpoints; hwWritten is the last one written.
+	// hwMu guards the high watermark checkpoint (hwcheckpoint.go):
+	// hwStart, the lines read at start not yet taken by an opening
+	// replica (nil until read), and hwWritten, the last one written.
 	hwMu      sync.Mutex
+	hwStart   map[topicPartition]hwEntry
 	hwWritten []byte
 }
 
@@ -141,9 +141,8 @@ func (m *partitionManager) openExisting(s *coord.Snapshot) error {
 			}
 		}
 	}
-	m.startHW = readHighWatermarks(m.b.cfg.logDir())
+	m.loadHighWatermarks()
 	m.reconcile(s)
-	m.startHW = nil
 	m.setReconciled(s)
 	return nil
 }
@@ -402,7 +401,7 @@ func (m *partitionManager) open(tp topicPartition, id meta.TopicID, settings top
 	if err != nil {
 		return nil, err
 	}
-	lp := &localPartition{Partition: replica.New(tp.topic, tp.partition, m.b.cfg.NodeID, l, m.checkpointedHighWatermark(tp, id)), topicID: id}
+	lp := &localPartition{Partition: replica.New(tp.topic, tp.partition, m.b.cfg.NodeID, l, m.takeCheckpointed(tp, id)), topicID: id}
 	lp.settings.Store(&settings)
 	m.mu.Lock()
 	m.parts[tp] = lp

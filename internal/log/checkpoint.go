@@ -48,8 +48,9 @@ func WriteFileAtomic(fsys FS, dir, name string, data []byte) error {
 	return nil
 }
 
-// readFile reads a whole (small) file.
-func readFile(fsys FS, name string) ([]byte, error) {
+// ReadFile reads a whole (small) file of fsys, such as one WriteFileAtomic
+// wrote.
+func ReadFile(fsys FS, name string) ([]byte, error) {
 	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -116,7 +117,7 @@ func (l *Log) writeOffsetCheckpoint(name string, offset int64) error {
 // readOffsetCheckpoint returns the offset in dir/name; ok is false if the
 // file is missing or unreadable (a damaged one is logged).
 func (l *Log) readOffsetCheckpoint(name string) (offset int64, ok bool) {
-	b, err := readFile(l.fs, join(l.dir, name))
+	b, err := ReadFile(l.fs, join(l.dir, name))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
 			l.logger().Warn("log: cannot read checkpoint", "dir", l.dir, "file", name, "err", err)

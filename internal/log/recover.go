@@ -81,7 +81,7 @@ func (l *Log) recoverLocked() error {
 	startOffset, _ := l.readOffsetCheckpoint(logStartOffsetFile)
 	var checkpointed epochCache
 	haveEpochs := false
-	if b, err := readFile(l.fs, join(l.dir, epochCheckpointFile)); err == nil {
+	if b, err := ReadFile(l.fs, join(l.dir, epochCheckpointFile)); err == nil {
 		if checkpointed, err = parseEpochCheckpoint(b); err != nil {
 			l.logger().Warn("log: rebuilding damaged leader epoch checkpoint", "dir", l.dir, "err", err)
 		} else {
@@ -343,7 +343,7 @@ func (l *Log) loadProducersLocked(limit int64) error {
 		if off > limit {
 			continue
 		}
-		b, err := readFile(l.fs, snapshotFileName(l.dir, off))
+		b, err := ReadFile(l.fs, snapshotFileName(l.dir, off))
 		if err == nil {
 			var p producerStates
 			if p, err = decodeProducerSnapshot(b); err == nil {

@@ -14,7 +14,7 @@ import (
 // or a crash might have left it.
 func editFile(t *testing.T, fsys FS, name string, edit func([]byte) []byte) {
 	t.Helper()
-	b, err := readFile(fsys, name)
+	b, err := ReadFile(fsys, name)
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}

@@ -1,0 +1,43 @@
+package broker
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+// inParallel runs every call, never more than limit at once, and raises a
+// call's panic in the caller (where a request's recovery catches it) only
+// after the other calls have returned.
+func TestInParallel(t *testing.T) {
+	const n, limit = 200, 7
+	var running, peak, done atomic.Int64
+	inParallel(n, limit, func(i int) {
+		r := running.Add(1)
+		for {
+			p := peak.Load()
+			if r <= p || peak.CompareAndSwap(p, r) {
+				break
+			}
+		}
+		running.Add(-1)
+		done.Add(1)
+	})
+	if done.Load() != n || peak.Load() > limit {
+		t.Fatalf("%d calls of %d, at most %d at once (limit %d)", done.Load(), n, peak.Load(), limit)
+	}
+
+	done.Store(0)
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		inParallel(n, limit, func(i int) {
+			done.Add(1)
+			if i == 3 {
+				panic("call 3")
+			}
+		})
+	}()
+	if recovered != "call 3" || done.Load() != n {
+		t.Fatalf("recovered %v after %d calls; want the panic of call 3 after all %d", recovered, done.Load(), n)
+	}
+}
