@@ -220,8 +220,8 @@ func keepAliveInterval(ttl time.Duration) time.Duration {
 // keepAliveRetry is how soon a failed renewal is tried again.
 const keepAliveRetry = 100 * time.Millisecond
 
-// keepAliveAttempt bounds one renewal: a fifth of the TTL, between 500 ms
-// and 2 s.
+// keepAliveAttempt bounds each of a renewal's two requests (the keepalive,
+// then the heartbeat): a fifth of the TTL, between 500 ms and 2 s.
 func keepAliveAttempt(ttl time.Duration) time.Duration {
 	return min(max(ttl/5, 500*time.Millisecond), 2*time.Second)
 }
@@ -284,14 +284,24 @@ func (s *Session) run(ctx context.Context, deadline time.Time) {
 			return
 		}
 		sent := time.Now()
-		attemptEnd := sent.Add(keepAliveAttempt(ttl))
-		if deadline.Before(attemptEnd) {
-			attemptEnd = deadline
+		// The keepalive and the heartbeat each get their own attempt
+		// bound: an etcd that takes 300 ms a request (its disk busy with
+		// the brokers' fsyncs) must not fail every renewal.
+		attempt := func() (context.Context, context.CancelFunc) {
+			end := time.Now().Add(keepAliveAttempt(ttl))
+			if deadline.Before(end) {
+				end = deadline
+			}
+			return context.WithDeadline(ctx, end)
 		}
-		rctx, cancel := context.WithDeadline(ctx, attemptEnd)
+		rctx, cancel := attempt()
 		resp, err := s.client.etcd.KeepAliveOnce(rctx, s.lease)
+		cancel()
 		if err == nil && resp.TTL > 0 {
-			if berr := s.beat(rctx); berr != nil {
+			bctx, cancel := attempt()
+			berr := s.beat(bctx)
+			cancel()
+			if berr != nil {
 				if errors.Is(berr, rpctypes.ErrLeaseNotFound) || errors.Is(berr, errFenced) {
 					resp.TTL = 0 // revoked or fenced in between
 				} else {
@@ -299,7 +309,6 @@ func (s *Session) run(ctx context.Context, deadline time.Time) {
 				}
 			}
 		}
-		cancel()
 		switch {
 		case err == nil && resp.TTL > 0:
 			ttl = time.Duration(resp.TTL) * time.Second

@@ -196,6 +196,26 @@ func TestSessionLostWhenEtcdUnreachable(t *testing.T) {
 	}
 }
 
+// An etcd that answers every request slowly (here 300 ms, as one whose
+// disk the brokers' own fsyncs keep busy) keeps a 2 s session alive: a
+// renewal's keepalive and heartbeat each get their own attempt bound
+// (keepAliveAttempt, 500 ms). Sharing one bound, they took 600 ms
+// together, every renewal failed, and the broker lost its registration
+// under load (issue 11: a broker of 2,000 partitions under produce load).
+func TestSessionSurvivesSlowEtcd(t *testing.T) {
+	eps := sharedEtcd(t)
+	p := testutil.NewProxy(t, eps[0])
+	c := connect(t, p.Endpoints(), clusterName(t))
+	const ttl = 2 * time.Second
+	s := register(t, c, testBroker(4), ttl)
+	p.SetDelay(300 * time.Millisecond)
+	select {
+	case <-s.Done():
+		t.Fatalf("session with every etcd request taking 300 ms ended: %v", s.Err())
+	case <-time.After(4 * ttl): // nothing to await: the session must last
+	}
+}
+
 // A lease revoked by someone else ends the session at once.
 func TestSessionLostWhenLeaseRevoked(t *testing.T) {
 	eps := sharedEtcd(t)

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	klog "github.com/samsa-io/samsa/internal/log"
 )
@@ -27,6 +28,9 @@ type Proxy struct {
 	mu    sync.Mutex
 	down  bool
 	conns map[net.Conn]struct{}
+
+	// delay is added to every byte on its way to the target (SetDelay).
+	delay atomic.Int64
 
 	wg sync.WaitGroup // accept loop and pipes
 }
@@ -75,8 +79,8 @@ func (p *Proxy) accept() {
 		p.conns[up] = struct{}{}
 		p.wg.Add(2)
 		p.mu.Unlock()
+		go p.pipeDelayed(up, c)
 		go p.pipe(c, up)
-		go p.pipe(up, c)
 	}
 }
 
@@ -90,6 +94,53 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	delete(p.conns, src)
 	p.mu.Unlock()
 }
+
+// pipeDelayed is pipe with the proxy's delay added to each chunk: each is
+// written delay after it was read, in order (a latency, not a lower
+// bandwidth: chunks read meanwhile are not held up further).
+func (p *Proxy) pipeDelayed(dst, src net.Conn) {
+	type chunk struct {
+		b   []byte
+		due time.Time
+	}
+	chunks := make(chan chunk, 1024)
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer close(chunks)
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				chunks <- chunk{buf[:n], time.Now().Add(time.Duration(p.delay.Load()))}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer p.wg.Done()
+	for c := range chunks {
+		if d := time.Until(c.due); d > 0 {
+			time.Sleep(d) // the injected latency itself
+		}
+		if _, err := dst.Write(c.b); err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+	for range chunks {
+	}
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// SetDelay adds d to the time every byte from a client takes to reach the
+// target (0: none), for connections open or to come.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // SetDown cuts every connection and refuses new ones (down) or lets them
 // through again.
