@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -89,5 +91,35 @@ func TestPipelinedProduceFramesKeepTheirBytes(t *testing.T) {
 	}
 	if next != n {
 		t.Fatalf("%d requests handled, want %d", next, n)
+	}
+}
+
+// copyPreemptibly copies exactly what copy does, whatever the sizes.
+func TestCopyPreemptibly(t *testing.T) {
+	for _, n := range []int{0, 1, copyPiece - 1, copyPiece, copyPiece + 1, 3*copyPiece + 17} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(i*7 + i>>8)
+		}
+		dst := make([]byte, n)
+		copyPreemptibly(dst, src)
+		if !bytes.Equal(dst, src) {
+			t.Fatalf("%d bytes: copy differs", n)
+		}
+	}
+}
+
+// copyPreemptibly lets other goroutines run between its pieces: with one P,
+// a goroutine made runnable just before a copy of four pieces has run when
+// the copy returns (one memmove would have kept it waiting, and the
+// garbage collector's stack scan with it).
+func TestCopyPreemptiblyYields(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	src, dst := make([]byte, 4*copyPiece), make([]byte, 4*copyPiece)
+	var ran atomic.Bool
+	go ran.Store(true)
+	copyPreemptibly(dst, src)
+	if !ran.Load() {
+		t.Fatal("a runnable goroutine did not run during a copy of four pieces: the copy never yielded")
 	}
 }
