@@ -16,6 +16,7 @@
 //
 //	go run ./test/perf                          # 2 rounds, every workload
 //	go run ./test/perf -rounds 3 -duration 20s -workloads produce-1KiB,consume-1KiB
+//	go run ./test/perf biglog -gib 20           # a large log: throughput, restart after kill -9
 //
 // The results and the commands are recorded in docs/performance.md.
 package main
@@ -48,7 +49,12 @@ func main() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "biglog" {
+		err = runBigLog(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	} else {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "perf: %v\n", err)
@@ -161,16 +167,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			defer os.RemoveAll(o.workDir)
 		}
 	}
-	root, err := moduleRoot()
+	samsaBin, err := buildSamsa(ctx, o.workDir, stderr)
 	if err != nil {
 		return err
-	}
-	samsaBin := filepath.Join(o.workDir, "samsa")
-	fmt.Fprintf(stderr, "building %s\n", samsaBin)
-	build := exec.CommandContext(ctx, "go", "build", "-o", samsaBin, "./cmd/samsa")
-	build.Dir, build.Stdout, build.Stderr = root, stderr, stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building samsa: %w", err)
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -193,6 +192,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "\n%d round(s), %v per timed run, medians over the rounds\n\n", o.rounds, o.duration)
 	_, err = io.WriteString(stdout, formatReport(summarize(results)))
 	return err
+}
+
+// buildSamsa builds the samsa binary of this checkout into dir.
+func buildSamsa(ctx context.Context, dir string, stderr io.Writer) (string, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "samsa")
+	fmt.Fprintf(stderr, "building %s\n", bin)
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/samsa")
+	build.Dir, build.Stdout, build.Stderr = root, stderr, stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building samsa: %w", err)
+	}
+	return bin, nil
 }
 
 // moduleRoot is the directory of the samsa module's go.mod.

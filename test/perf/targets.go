@@ -159,7 +159,9 @@ type proc struct {
 }
 
 func startProc(name string, args []string, logPath string) (*proc, error) {
-	logf, err := os.Create(logPath)
+	// Appended to: a broker started again (biglog's restart) keeps the
+	// log of the one before.
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -244,38 +246,47 @@ func startSamsa(n int, base bool) func(ctx context.Context, env *environment, di
 		if err != nil {
 			return nil, err
 		}
-		var members, addrs []string
-		for i := range n {
-			members = append(members, fmt.Sprintf("samsa-%d=http://127.0.0.1:%d", i+1, ports[3*i+2]))
-			addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", ports[3*i]))
+		return startSamsaAt(ctx, bin, dir, ports)
+	}
+}
+
+// startSamsaAt starts len(ports)/3 samsa brokers of bin on the given
+// ports (Kafka, etcd client, etcd peer for each), their data in dir: the
+// same ports and dir start the same cluster again.
+func startSamsaAt(ctx context.Context, bin, dir string, ports []int) (*running, error) {
+	n := len(ports) / 3
+	var members, addrs []string
+	for i := range n {
+		members = append(members, fmt.Sprintf("samsa-%d=http://127.0.0.1:%d", i+1, ports[3*i+2]))
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", ports[3*i]))
+	}
+	r := &running{bootstrap: strings.Join(addrs, ",")}
+	for i := range n {
+		id := i + 1
+		args := []string{"server", "--node-id", strconv.Itoa(id),
+			"--data-dir", filepath.Join(dir, fmt.Sprintf("data-%d", id)),
+			"--listeners", "PLAINTEXT://" + addrs[i], "--log-level", "warn",
+			"--override", fmt.Sprintf("metadata.etcd.client.url=http://127.0.0.1:%d", ports[3*i+1]),
+			"--override", fmt.Sprintf("metadata.etcd.peer.url=http://127.0.0.1:%d", ports[3*i+2]),
+			"--override", "metadata.etcd.initial.cluster=" + strings.Join(members, ","),
 		}
-		r := &running{bootstrap: strings.Join(addrs, ",")}
-		for i := range n {
-			id := i + 1
-			args := []string{"server", "--node-id", strconv.Itoa(id),
-				"--data-dir", filepath.Join(dir, fmt.Sprintf("data-%d", id)),
-				"--listeners", "PLAINTEXT://" + addrs[i], "--log-level", "warn",
-				"--override", fmt.Sprintf("metadata.etcd.client.url=http://127.0.0.1:%d", ports[3*i+1]),
-				"--override", fmt.Sprintf("metadata.etcd.peer.url=http://127.0.0.1:%d", ports[3*i+2]),
-				"--override", "metadata.etcd.initial.cluster=" + strings.Join(members, ","),
-			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				r.stop()
-				return nil, err
-			}
-			p, err := startProc(bin, args, filepath.Join(dir, fmt.Sprintf("broker-%d.log", id)))
-			if err != nil {
-				r.stop()
-				return nil, err
-			}
-			r.procs = append(r.procs, p)
-		}
-		if err := waitReady(ctx, r, n); err != nil {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			r.stop()
 			return nil, err
 		}
-		return r, nil
+		logf := filepath.Join(dir, fmt.Sprintf("broker-%d.log", id))
+		p, err := startProc(bin, args, logf)
+		if err != nil {
+			r.stop()
+			return nil, err
+		}
+		r.procs = append(r.procs, p)
 	}
+	if err := waitReady(ctx, r, n); err != nil {
+		r.stop()
+		return nil, err
+	}
+	return r, nil
 }
 
 // startKfake starts this program as a kfake server on disk.
