@@ -17,9 +17,7 @@ import (
 func TestHousekeepingFlushesFsyncTail(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
-	b := &Broker{cfg: cfg, logger: quietLogger()}
-	b.isr = newISRUpdater(b)
-	m := newPartitionManager(b)
+	m := testPartitionManager(cfg)
 	settings := resolveTopicSettings(nil, nil)
 	lp, err := m.open(topicPartition{"t", 0}, meta.NewTopicID(), settings)
 	if err != nil {
@@ -44,4 +42,12 @@ func TestHousekeepingFlushesFsyncTail(t *testing.T) {
 	if hw, flushed, leo := lp.HighWatermark(), lp.Log().FlushedOffset(), lp.Log().EndOffset(); flushed != leo || hw != leo {
 		t.Fatalf("after housekeeping: HW %d, flushed %d, LEO %d; want both at the LEO", hw, flushed, leo)
 	}
+}
+
+// testPartitionManager is a partition manager of a broker with cfg that
+// runs nothing but what a test calls.
+func testPartitionManager(cfg Config) *partitionManager {
+	b := &Broker{cfg: cfg, logger: quietLogger()}
+	b.isr = newISRUpdater(b)
+	return newPartitionManager(b)
 }

@@ -22,11 +22,7 @@ import (
 func TestHighWatermarkCheckpoint(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DataDir = t.TempDir()
-	newManager := func() *partitionManager {
-		b := &Broker{cfg: cfg, logger: quietLogger()}
-		b.isr = newISRUpdater(b)
-		return newPartitionManager(b)
-	}
+	newManager := func() *partitionManager { return testPartitionManager(cfg) }
 	m := newManager()
 	m.loadHighWatermarks() // as openExisting does
 	id := meta.NewTopicID()
@@ -188,9 +184,7 @@ func TestHighWatermarkCheckpointSurvivesAFailedOpen(t *testing.T) {
 	newManager := func(logFS klog.FS) *partitionManager {
 		c := cfg
 		c.LogFS = logFS
-		b := &Broker{cfg: c, logger: quietLogger()}
-		b.isr = newISRUpdater(b)
-		return newPartitionManager(b)
+		return testPartitionManager(c)
 	}
 	self := cfg.NodeID
 	id := meta.NewTopicID()
