@@ -220,8 +220,8 @@ func keepAliveInterval(ttl time.Duration) time.Duration {
 // keepAliveRetry is how soon a failed renewal is tried again.
 const keepAliveRetry = 100 * time.Millisecond
 
-// keepAliveAttempt bounds each of a renewal's two requests (the keepalive,
-// then the heartbeat): a fifth of the TTL, between 500 ms and 2 s.
+// keepAliveAttempt bounds one renewal (its keepalive and its heartbeat, sent
+// together): a fifth of the TTL, between 500 ms and 2 s.
 func keepAliveAttempt(ttl time.Duration) time.Duration {
 	return min(max(ttl/5, 500*time.Millisecond), 2*time.Second)
 }
@@ -284,29 +284,25 @@ func (s *Session) run(ctx context.Context, deadline time.Time) {
 			return
 		}
 		sent := time.Now()
-		// The keepalive and the heartbeat each get their own attempt
-		// bound: an etcd that takes 300 ms a request (its disk busy with
-		// the brokers' fsyncs) must not fail every renewal.
-		attempt := func() (context.Context, context.CancelFunc) {
-			end := time.Now().Add(keepAliveAttempt(ttl))
-			if deadline.Before(end) {
-				end = deadline
-			}
-			return context.WithDeadline(ctx, end)
+		attemptEnd := sent.Add(keepAliveAttempt(ttl))
+		if deadline.Before(attemptEnd) {
+			attemptEnd = deadline
 		}
-		rctx, cancel := attempt()
+		rctx, cancel := context.WithDeadline(ctx, attemptEnd)
+		// The keepalive and the heartbeat go together, each handled by
+		// etcd after sent: one after the other, an etcd taking 300 ms a
+		// request (its disk busy with the brokers' fsyncs) failed every
+		// renewal. The renewal counts only if both succeed.
+		beaten := make(chan error, 1)
+		go func() { beaten <- s.beat(rctx) }()
 		resp, err := s.client.etcd.KeepAliveOnce(rctx, s.lease)
+		berr := <-beaten
 		cancel()
-		if err == nil && resp.TTL > 0 {
-			bctx, cancel := attempt()
-			berr := s.beat(bctx)
-			cancel()
-			if berr != nil {
-				if errors.Is(berr, rpctypes.ErrLeaseNotFound) || errors.Is(berr, errFenced) {
-					resp.TTL = 0 // revoked or fenced in between
-				} else {
-					err = berr
-				}
+		if err == nil && resp.TTL > 0 && berr != nil {
+			if errors.Is(berr, rpctypes.ErrLeaseNotFound) || errors.Is(berr, errFenced) {
+				resp.TTL = 0 // revoked or fenced in between
+			} else {
+				err = berr
 			}
 		}
 		switch {

@@ -619,6 +619,7 @@ func (c *conn) readFrame(br *bufio.Reader, size int, bulk bool) (frame, pooled [
 // lapsed. Async preemption seldom lands between two memmoves; Gosched is
 // a sure stop.
 func copyPreemptibly(dst, src []byte) {
+	src = src[:min(len(src), len(dst))]
 	for len(src) > 0 {
 		n := copy(dst, src[:min(len(src), copyPiece)])
 		dst, src = dst[n:], src[n:]

@@ -31,6 +31,8 @@ type Proxy struct {
 
 	// delay is added to every byte on its way to the target (SetDelay).
 	delay atomic.Int64
+	// quit is closed by close: delays end.
+	quit chan struct{}
 
 	wg sync.WaitGroup // accept loop and pipes
 }
@@ -43,7 +45,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{l: l, target: strings.TrimPrefix(target, "http://"), conns: map[net.Conn]struct{}{}}
+	p := &Proxy{l: l, target: strings.TrimPrefix(target, "http://"), conns: map[net.Conn]struct{}{}, quit: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -122,7 +124,13 @@ func (p *Proxy) pipeDelayed(dst, src net.Conn) {
 	defer p.wg.Done()
 	for c := range chunks {
 		if d := time.Until(c.due); d > 0 {
-			time.Sleep(d) // the injected latency itself
+			// The injected latency itself, cut short by close.
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-p.quit:
+				t.Stop()
+			}
 		}
 		if _, err := dst.Write(c.b); err != nil {
 			break
@@ -156,6 +164,7 @@ func (p *Proxy) SetDown(down bool) {
 }
 
 func (p *Proxy) close() {
+	close(p.quit)
 	p.l.Close()
 	p.SetDown(true)
 	p.wg.Wait()
