@@ -86,7 +86,8 @@
 //
 // Session.Done closes when the lease is lost: revoked (by a peer's fence,
 // see Liveness), expired, or not renewed in time because etcd is
-// unreachable. A renewal is a KeepAliveOnce and a heartbeat write; the
+// unreachable. A renewal is a KeepAliveOnce and a heartbeat write, sent
+// together under one bound (keepAliveAttempt); the
 // session counts the TTL (and the session timeout) from the send of its
 // own last successful renewal minus a margin (a quarter, at most one
 // second), because etcd counts the TTL from the moment it handled the
@@ -139,7 +140,8 @@
 //
 // # Goroutines
 //
-// Each Session runs one keepalive goroutine (renewals and heartbeats);
+// Each Session runs one keepalive goroutine (renewals and heartbeats, the
+// heartbeat of a renewal on a goroutine of its own, waited for);
 // WatchPeers runs on its caller's goroutine; each Cache runs its watch
 // goroutine and one that requests progress notifications. All are owned by
 // the Client: Session.Close and Cache.Close stop and wait for their own,
@@ -155,7 +157,7 @@
 //
 //   - The Session's keepalive goroutine, which does nothing but renew the
 //     lease with one bounded KeepAliveOnce at a time (see keepAliveInterval
-//     for why not etcd's stream) and write the heartbeat after each. It takes no lock that request handling
+//     for why not etcd's stream) and write the heartbeat beside each. It takes no lock that request handling
 //     holds; Session.mu is a leaf, never held across an etcd call.
 //
 //   - Its own etcd connection: the broker opens two Clients, one for the
