@@ -33,7 +33,9 @@ package main
 //	mb_per_sec       bytes / 1e6 / seconds
 //	errors           failed records, plus unexpected values, fetch errors,
 //	                 and for e2e the lost and duplicate records
-//	first_error      the first error's message, "" when errors is 0
+//	first_error      the first error's message, "" when errors is 0 (but
+//	                 for a produce or e2e run that measured no record,
+//	                 which says so here and exits non-zero)
 //	latency_ms       {"p50","p99","p999","max"} in milliseconds: ack latency
 //	                 (produce), end-to-end latency (e2e); not for consume
 //	ack_latency_ms   e2e only: ack latency, same shape
@@ -114,7 +116,8 @@ Prints a table on stdout, or with --json exactly one JSON line:
 plus "ack_latency_ms","lost","duplicates" for e2e and "first_record_ms"
 (without "latency_ms") for consume. MB/s counts 10^6 value bytes.
 Latencies are in milliseconds. Progress goes to stderr every --progress.
-Exits non-zero when there were errors, after printing the results.
+Exits non-zero when there were errors, or when a produce or e2e run
+measured no record, after printing the results.
 
 Examples:
   samsa bench produce --num-records 1000000 --record-size 100
@@ -387,6 +390,13 @@ func (o *benchOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	if res.Errors == 0 {
 		res.FirstError = "" // a late outcome may have described a failure that did not happen
 	}
+	// A run that measured nothing (no record completed after the warmup,
+	// say a broker that stalled, or a rate too low for the window) has no
+	// figures to give: it says so and fails rather than report 0/s.
+	nothing := res.Records == 0 && o.mode != "consume"
+	if nothing && res.FirstError == "" {
+		res.FirstError = "no record completed in the measured part of the run"
+	}
 	if o.json {
 		err = writeBenchJSON(stdout, res)
 	} else {
@@ -397,6 +407,9 @@ func (o *benchOptions) run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	if res.Errors > 0 {
 		return fmt.Errorf("bench %s: %d %s; first: %s", o.mode, res.Errors, plural(int(min(res.Errors, 2)), "error", "errors"), res.FirstError)
+	}
+	if nothing {
+		return fmt.Errorf("bench %s: %s", o.mode, res.FirstError)
 	}
 	return nil
 }

@@ -215,6 +215,26 @@ func TestBenchE2E(t *testing.T) {
 	}
 }
 
+// TestBenchNothingMeasured: a run in which no record completes after the
+// warmup (here one record every 10 s: at 0 s, in the warmup, and at 10 s,
+// after the end) fails and says so, rather than report 0 records/s with no
+// error (seen when a stalled broker acknowledged nothing after the warmup).
+func TestBenchNothingMeasured(t *testing.T) {
+	b := samsatest.StartBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), benchTestTimeout)
+	defer cancel()
+	c := &e2eCLI{t: t, ctx: ctx, addr: b.Addr}
+	for _, mode := range []string{"produce", "e2e"} {
+		out, _, err := c.run("", "bench", mode, "--topic", "n-"+mode, "--throughput", "0.1", "--warmup", "1s", "--duration", "1s", "--json")
+		if err == nil || !strings.Contains(err.Error(), "no record completed in the measured part") {
+			t.Errorf("%s: err %v, want one saying no record completed", mode, err)
+		}
+		if res := decodeBenchJSON(t, out); res.Records != 0 || !strings.Contains(res.FirstError, "no record completed") {
+			t.Errorf("%s: result %+v, want 0 records and first_error saying so", mode, res)
+		}
+	}
+}
+
 // TestBenchInterrupt cancels a long run (what SIGINT does) once progress
 // shows records: the run stops early and still reports its results.
 func TestBenchInterrupt(t *testing.T) {
