@@ -1,7 +1,8 @@
-// Package testutil holds fault injectors that tests of several packages
-// share: a TCP proxy that can cut its connections (an etcd out of reach)
-// and a log file system whose fsyncs fail on demand (a failing disk). Only
-// tests import it.
+// Package testutil holds what tests of several packages share: fault
+// injectors (a TCP proxy that can cut or slow its connections, an etcd out
+// of reach; a log file system whose fsyncs fail on demand, a failing disk)
+// and a certificate authority that issues TLS certificates at run time
+// (certs.go). Only tests import it.
 package testutil
 
 import (
