@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -97,6 +98,11 @@ type conn struct {
 	s    *Server
 	nc   net.Conn
 	info ConnInfo
+	// lis is the security of the listener the connection came in on.
+	lis Listener
+	// sasl is the connection's SASL progress on a SASL listener. Read
+	// goroutine only.
+	sasl saslState
 	// ip is the peer's address, for max.connections.per.ip.
 	ip  string
 	log *slog.Logger
@@ -139,15 +145,21 @@ type conn struct {
 	closeOnce sync.Once
 }
 
-func newConn(s *Server, nc net.Conn) *conn {
+func newConn(s *Server, nc net.Conn, lis Listener) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
+	if lis.TLS != nil {
+		nc = tls.Server(nc, lis.TLS)
+	}
 	c := &conn{
-		s:  s,
-		nc: nc,
+		s:   s,
+		nc:  nc,
+		lis: lis,
 		info: ConnInfo{
-			ID:     s.nextID.Add(1),
-			Remote: nc.RemoteAddr(),
-			Local:  nc.LocalAddr(),
+			ID:        s.nextID.Add(1),
+			Remote:    nc.RemoteAddr(),
+			Local:     nc.LocalAddr(),
+			Listener:  lis.Name,
+			Principal: Anonymous,
 		},
 		ctx:        ctx,
 		cancel:     cancel,
@@ -216,6 +228,10 @@ func (c *conn) readLoop() {
 	// the reader stopped, then close the connection.
 	defer close(c.queue)
 
+	if !c.handshakeTLS() {
+		c.shutdown()
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, readBufferSize)
 	dec := decoder{versions: c.s.cfg.Versions}
 	var sizeBuf [4]byte
@@ -241,6 +257,33 @@ func (c *conn) readLoop() {
 			c.log.Debug("protocol: closing connection", "err", fmt.Errorf("%w: %d bytes, max %d", ErrFrameSize, size, c.s.cfg.MaxRequestBytes))
 			return
 		}
+		if c.saslPending() && size > c.lis.MaxSASLReceive {
+			c.log.Info("protocol: closing connection", "err", fmt.Errorf("%w: %d-byte frame before SASL authentication, max %d (sasl.server.max.receive.size)",
+				ErrFrameSize, size, c.lis.MaxSASLReceive))
+			return
+		}
+		if c.sasl.raw {
+			// A token of a v0 SASL exchange: no request header.
+			c.setReadDeadline()
+			frame, _, err := c.readFrame(br, int(size), false)
+			h := &held{c: c, frame: int64(cap(frame)), small: size <= smallFrame}
+			if err != nil {
+				c.logReadError(err, false)
+				c.shutdown()
+				return
+			}
+			p := c.saslRawToken(frame)
+			p.held = h
+			select {
+			case c.queue <- p:
+			case <-c.ctx.Done():
+				return
+			}
+			if p.resp.Close {
+				return
+			}
+			continue
+		}
 		if size < minRequestHeader {
 			c.log.Debug("protocol: closing connection", "err", fmt.Errorf("%w: %d-byte frame is shorter than a request header", ErrMalformed, size))
 			return
@@ -259,7 +302,7 @@ func (c *conn) readLoop() {
 				return
 			}
 			key := int16(binary.BigEndian.Uint16(keyBytes))
-			bulk = key == produceKey
+			bulk = key == produceKey && !c.saslPending()
 			if size > c.s.cfg.MaxNonProduceRequestBytes && !bulk {
 				c.log.Debug("protocol: closing connection", "err", fmt.Errorf("%w: %d-byte frame for API key %d, max %d for anything but Produce",
 					ErrFrameSize, size, key, c.s.cfg.MaxNonProduceRequestBytes))
@@ -282,9 +325,17 @@ func (c *conn) readLoop() {
 		req.Conn = &c.info
 		req.held = h
 
-		resp, ok := c.handle(req)
-		if !ok {
-			return
+		var resp Response
+		intercepted, ok := false, true
+		if c.lis.SASL != nil {
+			if resp, intercepted, ok = c.saslRequest(req); !ok {
+				return
+			}
+		}
+		if !intercepted {
+			if resp, ok = c.handle(req); !ok {
+				return
+			}
 		}
 		if bulk {
 			// The produce's records were copied to the log (Handler).

@@ -23,7 +23,7 @@ func TestBulkFrameBufferIsCharged(t *testing.T) {
 		s := NewServer(Config{Versions: testVersionsFunc, Logger: testLogger(t), QueuedMaxBytes: 1 << 30}, HandlerFunc(nil))
 		defer s.Close()
 		srv, cli := net.Pipe()
-		c := newConn(s, srv)
+		c := newConn(s, srv, Listener{Name: "PLAINTEXT"})
 		go func() {
 			buf := make([]byte, 64<<10)
 			for left := size; left > 0; {

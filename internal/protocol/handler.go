@@ -45,6 +45,15 @@ type ConnInfo struct {
 	ID     uint64
 	Remote net.Addr
 	Local  net.Addr
+	// Listener is the name of the listener the connection came in on
+	// (Listener.Name).
+	Listener string
+	// Principal is who the client is, as Kafka names principals:
+	// "User:<name>" after SASL authentication, "User:<mapped subject>"
+	// for a TLS client certificate, Anonymous otherwise. It is set
+	// before the handler sees any request but ApiVersions and never
+	// changes after (a re-authentication must keep it).
+	Principal string
 }
 
 // Response is a handler's answer to one request.

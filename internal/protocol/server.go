@@ -210,6 +210,12 @@ func (s *Server) Budget() *Budget {
 // Close has been called, and otherwise the listener's error. Serve closes ln
 // before returning.
 func (s *Server) Serve(ln net.Listener) error {
+	return s.ServeListener(ln, Listener{Name: "PLAINTEXT"})
+}
+
+// ServeListener is Serve for a named listener with the security of lis.
+func (s *Server) ServeListener(ln net.Listener, lis Listener) error {
+	lis = lis.withDefaults()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -250,7 +256,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		backoff = 0
-		s.startConn(nc)
+		s.startConn(nc, lis)
 	}
 }
 
@@ -269,7 +275,7 @@ func (s *Server) isClosed() bool {
 
 // startConn registers nc and starts its goroutines, or closes it when the
 // server is closed or full.
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, lis Listener) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -290,7 +296,7 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	c := newConn(s, nc)
+	c := newConn(s, nc, lis)
 	c.ip = ip
 	s.perIP[ip]++
 	s.conns[c] = struct{}{}
