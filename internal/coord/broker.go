@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -148,7 +149,7 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 		}
 		var old meta.Broker
 		previous := ro.replaceLease != 0 && kvs[0].Lease == ro.replaceLease && attempt < 3
-		if !previous && (attempt > 0 || kvs[0].Lease == 0 || meta.Decode(kvs[0].Value, &old) != nil || old != b) {
+		if !previous && (attempt > 0 || kvs[0].Lease == 0 || meta.Decode(kvs[0].Value, &old) != nil || !reflect.DeepEqual(old, b)) {
 			revoke()
 			return nil, fmt.Errorf("coord: %s: %w", op, ErrBrokerIDInUse)
 		}

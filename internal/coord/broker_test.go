@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func TestRegisterBroker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if vbs[0].Broker != b1 || vbs[0].CreateRevision != s1.CreateRevision() {
+	if !reflect.DeepEqual(vbs[0].Broker, b1) || vbs[0].CreateRevision != s1.CreateRevision() {
 		t.Fatalf("registration %+v, want %+v at create revision %d", vbs[0], b1, s1.CreateRevision())
 	}
 
@@ -306,7 +307,7 @@ func TestUpdateRegistration(t *testing.T) {
 	}
 	want := b
 	want.Recovering, want.ShuttingDown = false, true
-	if vb.Broker != want || s.Broker() != want {
+	if !reflect.DeepEqual(vb.Broker, want) || !reflect.DeepEqual(s.Broker(), want) {
 		t.Fatalf("stored %+v, session says %+v; want %+v", vb.Broker, s.Broker(), want)
 	}
 	err := s.UpdateRegistration(testCtx(t), func(b *meta.Broker) { b.ID++ })

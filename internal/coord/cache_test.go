@@ -133,7 +133,7 @@ func TestCacheFollowsChanges(t *testing.T) {
 
 	// Brokers, with the registration's create revision.
 	sess := register(t, c, testBroker(1), 10*time.Second)
-	if vb := readYourWrites(t, cache, c).Brokers[1]; vb.CreateRevision != sess.CreateRevision() || vb.Broker != sess.Broker() {
+	if vb := readYourWrites(t, cache, c).Brokers[1]; vb.CreateRevision != sess.CreateRevision() || !reflect.DeepEqual(vb.Broker, sess.Broker()) {
 		t.Fatalf("cached broker %+v, want %+v at %d", vb, sess.Broker(), sess.CreateRevision())
 	}
 	if err := sess.Close(testCtx(t)); err != nil {

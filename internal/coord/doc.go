@@ -24,8 +24,10 @@
 //	heartbeats/<id>           {"incarnation": create revision of  the broker's session, on its lease, with every renewal
 //	                          the registration,                   (see Liveness); the Cache ignores these
 //	                          "session_timeout_ms": N}
+//	scram/<mechanism>/<user>  meta.ScramCredential (salted; never   PutScramCredential (AlterUserScramCredentials, samsa server
+//	                          the password)                       --add-scram), DeleteScramCredential; read at every login
 //
-// <id> and <p> are decimal. Topic names follow Kafka's rules (1..249
+// <id> and <p> are decimal; <user> has '%' and '/' escaped as %25 and %2F. Topic names follow Kafka's rules (1..249
 // characters of [a-zA-Z0-9._-]), so they contain no '/' and every key
 // parses back unambiguously; keys this package does not know are ignored.
 //

@@ -15,6 +15,7 @@ const (
 	dirTopics      = "topics/"
 	dirPartitions  = "partitions/"
 	dirHeartbeats  = "heartbeats/"
+	dirScram       = "scram/"
 )
 
 // maxNameLen is Kafka's limit on topic name length.

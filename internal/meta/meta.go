@@ -23,9 +23,17 @@ const NoLeader int32 = -1
 
 // Broker is one broker's registration: how clients reach it and where it runs.
 type Broker struct {
-	ID   int32  `json:"id"`
+	ID int32 `json:"id"`
+	// Host and Port are the advertised address of the inter-broker
+	// listener (inter.broker.listener.name), where other brokers connect.
 	Host string `json:"host"`
 	Port int32  `json:"port"`
+	// Endpoints are the advertised addresses of all the broker's
+	// listeners, by listener name (advertised.listeners): a client is
+	// told the addresses of the listener it connected to. Empty in a
+	// registration written before listeners had names: Host and Port are
+	// then the only listener's.
+	Endpoints []Endpoint `json:"endpoints,omitempty"`
 	// Rack is the broker.rack setting; empty when unset.
 	Rack string `json:"rack,omitempty"`
 	// StartedUnixMs is when the registering process started; it tells a
@@ -42,6 +50,31 @@ type Broker struct {
 	// take over; it then rejoins ISRs only through the leaders' normal
 	// expansion, once caught up (docs/replication.md, invariant 10).
 	Recovering bool `json:"recovering,omitempty"`
+}
+
+// Endpoint is one advertised listener of a broker.
+type Endpoint struct {
+	// Listener is the listener's name, upper case ("PLAINTEXT", "CLIENT").
+	Listener string `json:"listener"`
+	// SecurityProtocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
+	SecurityProtocol string `json:"security_protocol"`
+	Host             string `json:"host"`
+	Port             int32  `json:"port"`
+}
+
+// Endpoint returns the broker's endpoint for the named listener. A
+// registration without endpoints (written before listeners had names)
+// has one, Host and Port, whatever the name.
+func (b Broker) Endpoint(listener string) (Endpoint, bool) {
+	if len(b.Endpoints) == 0 {
+		return Endpoint{Listener: listener, SecurityProtocol: "PLAINTEXT", Host: b.Host, Port: b.Port}, true
+	}
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
 }
 
 // TopicID is a topic's 16-byte UUID (Kafka's topic id, KIP-516).
@@ -147,4 +180,17 @@ func Decode(b []byte, v any) error {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	return nil
+}
+
+// ScramCredential is one user's salted SCRAM credential for one mechanism
+// (RFC 5802): what the broker keeps instead of a password. StoredKey and
+// ServerKey let it check a client's proof and prove itself, and neither
+// gives the password or lets anyone log in with it.
+type ScramCredential struct {
+	// Mechanism is SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism  string `json:"mechanism"`
+	Salt       []byte `json:"salt"`
+	Iterations int    `json:"iterations"`
+	StoredKey  []byte `json:"stored_key"`
+	ServerKey  []byte `json:"server_key"`
 }
