@@ -26,8 +26,11 @@ func TestPackageLayering(t *testing.T) {
 		"internal/protocol":   {},
 		"internal/controller": {"internal/coord", "internal/meta"},
 		"internal/group":      {"internal/records"},
-		"internal/broker":     {"internal/controller", "internal/coord", "internal/group", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica"},
-		"cmd/samsa":           {"internal/broker"},
+		"internal/auth":       {"internal/meta"},
+		"internal/broker":     {"internal/auth", "internal/controller", "internal/coord", "internal/group", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica"},
+		// The client commands read Kafka's client security settings
+		// (PEM stores, JAAS) with the broker's own stateless parsers.
+		"cmd/samsa": {"internal/auth", "internal/broker"},
 	}
 	stdlibOnly := map[string]bool{"internal/meta": true, "internal/log": true}
 	// Only coord may use etcd; Kafka message types stay out of the storage,

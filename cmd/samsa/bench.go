@@ -196,6 +196,7 @@ func newBenchModeCmd(mode string) *cobra.Command {
 			if f := cmd.Flag("bootstrap-server"); f != nil {
 				o.bootstrap = f.Value.String()
 			}
+			o.readCommandConfig(cmd)
 			return o.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

@@ -36,6 +36,11 @@ func (g *globalOptions) newClient(timeout time.Duration, opts ...kgo.Opt) (*kgo.
 		kgo.DialTimeout(min(timeout, maxDialTimeout)),
 		kgo.RetryTimeout(timeout),
 	}
+	sec, err := g.securityOpts()
+	if err != nil {
+		return nil, err
+	}
+	base = append(base, sec...)
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("creating client: %w", err)
@@ -104,5 +109,6 @@ func (o *extraOptions) withAdmin(cmd *cobra.Command, fn func(context.Context, *k
 	if f := cmd.Flag("bootstrap-server"); f != nil {
 		o.bootstrap = f.Value.String()
 	}
+	o.readCommandConfig(cmd)
 	return o.globalOptions.withAdmin(cmd.Context(), o.timeout, fn)
 }

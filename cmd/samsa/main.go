@@ -66,6 +66,9 @@ type globalOptions struct {
 	// bootstrap is the raw --bootstrap-server value: comma-separated
 	// host:port pairs.
 	bootstrap string
+	// commandConfig is --command-config: a client.properties file with
+	// the security settings (security.go).
+	commandConfig string
 }
 
 func newRootCmd() *cobra.Command {
@@ -90,6 +93,8 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&g.bootstrap, "bootstrap-server", "b", def,
 		"comma-separated host:port list of brokers to connect to (env "+bootstrapEnv+")")
+	root.PersistentFlags().StringVar(&g.commandConfig, "command-config", "",
+		"client.properties file with security.protocol, sasl.mechanism, sasl.jaas.config and ssl.* settings")
 
 	root.AddCommand(
 		newTopicCmd(g),

@@ -26,6 +26,7 @@ type serverOptions struct {
 	dataDir             string
 	metadataEndpoints   string
 	logLevel            string
+	addScram            []string
 }
 
 func newServerCmd() *cobra.Command {
@@ -54,6 +55,7 @@ func newServerCmd() *cobra.Command {
 	f.StringVar(&o.dataDir, "data-dir", "samsa-data", "log.dirs: partition logs and the embedded etcd's data")
 	f.StringVar(&o.metadataEndpoints, "metadata-endpoints", "", "external etcd client URLs (comma-separated); empty: embedded etcd")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringArrayVar(&o.addScram, "add-scram", nil, "a SCRAM credential to create at start if absent, as kafka-storage format --add-scram: 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)")
 	return cmd
 }
 
@@ -88,6 +90,13 @@ func (o *serverOptions) config(cmd *cobra.Command, logTo io.Writer) (broker.Conf
 		if err := cfg.Set(strings.TrimSpace(k), v); err != nil {
 			return cfg, err
 		}
+	}
+	for _, s := range o.addScram {
+		c, err := broker.ParseAddScram(s)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.InitialScram = append(cfg.InitialScram, c)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {

@@ -108,8 +108,12 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 
 	for _, id := range liveBrokers(s) {
 		br := s.Brokers[id].Broker
+		ep, ok := endpointFor(br, req)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+		rb.NodeID, rb.Host, rb.Port = br.ID, ep.Host, ep.Port
 		if br.Rack != "" {
 			rack := br.Rack
 			rb.Rack = &rack

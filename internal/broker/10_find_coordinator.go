@@ -28,7 +28,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, req *protocol.Reques
 	}
 	return protocol.Response{Later: func() kmsg.Response {
 		for _, key := range keys {
-			nodeID, host, port, code := b.findCoordinator(ctx, r.CoordinatorType, key)
+			nodeID, host, port, code := b.findCoordinator(ctx, req, r.CoordinatorType, key)
 			if r.Version < 4 {
 				resp.NodeID, resp.Host, resp.Port, resp.ErrorCode = nodeID, host, port, code
 				continue
@@ -42,7 +42,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, req *protocol.Reques
 }
 
 // findCoordinator locates the coordinator of one key.
-func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) (int32, string, int32, int16) {
+func (b *Broker) findCoordinator(ctx context.Context, req *protocol.Request, keyType int8, key string) (int32, string, int32, int16) {
 	switch keyType {
 	case 0:
 	case 1:
@@ -64,5 +64,10 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 	if !ok {
 		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
 	}
-	return vb.ID, vb.Host, vb.Port, 0
+	ep, ok := endpointFor(vb.Broker, req)
+	if !ok {
+		// Kafka's answer when the coordinator lacks the client's listener.
+		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+	}
+	return vb.ID, ep.Host, ep.Port, 0
 }

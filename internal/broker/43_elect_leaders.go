@@ -129,7 +129,7 @@ func (b *Broker) forwardToController(ctx context.Context, r *kmsg.ElectLeadersRe
 	if !ok {
 		return nil, fmt.Errorf("controller %d is not registered", id)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(forwardClientID), kgo.DialTimeout(5*time.Second))
+	cl, err := kgo.NewClient(b.interBrokerClient(kgo.SeedBrokers(addr), kgo.ClientID(forwardClientID), kgo.DialTimeout(5*time.Second))...)
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,12 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *protocol.Request)
 	resp.ControllerID = controllerID(s)
 	for _, id := range liveBrokers(s) {
 		br := s.Brokers[id].Broker
+		ep, ok := endpointFor(br, req)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port = br.ID, br.Host, br.Port
+		rb.NodeID, rb.Host, rb.Port = br.ID, ep.Host, ep.Port
 		if br.Rack != "" {
 			rack := br.Rack
 			rb.Rack = &rack

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"log/slog"
 	"net"
 	"os"
@@ -46,8 +47,16 @@ type Broker struct {
 	// advertised is this broker's registration (host/port given to clients).
 	advertised meta.Broker
 
-	server    *protocol.Server
+	server *protocol.Server
+	// listeners are the bound listeners, in the order of the listeners
+	// setting; lc is that setting resolved, and secured each listener's
+	// security, by name.
 	listeners []net.Listener
+	lc        listenerConfig
+	secured   map[string]protocol.Listener
+	// interBrokerOpts are the client options of connections to other
+	// brokers (TLS, SASL of the inter-broker listener).
+	interBrokerOpts []kgo.Opt
 
 	partitions  *partitionManager
 	producerIDs *producerIDAllocator
@@ -297,14 +306,25 @@ func (b *Broker) start(ctx context.Context) error {
 		return fmt.Errorf("broker: cluster id: %w", err)
 	}
 
-	for _, l := range b.cfg.Listeners {
-		addr, err := listenerAddr(l)
-		if err != nil {
+	if b.lc, err = b.cfg.resolveListeners(); err != nil {
+		return err
+	}
+	if err := b.addInitialScram(ctx); err != nil {
+		return err
+	}
+	if b.interBrokerOpts, err = b.cfg.interBrokerOpts(b.lc); err != nil {
+		return err
+	}
+	b.secured = map[string]protocol.Listener{}
+	for _, l := range b.lc.listeners {
+		if b.secured[l.Name], err = b.protocolListener(b.lc, l.Name); err != nil {
 			return err
 		}
-		ln, err := net.Listen("tcp", addr)
+	}
+	for _, l := range b.lc.listeners {
+		ln, err := net.Listen("tcp", l.Addr)
 		if err != nil {
-			return fmt.Errorf("broker: listen %s: %w", l, err)
+			return fmt.Errorf("broker: listen %s://%s: %w", l.Name, l.Addr, err)
 		}
 		b.listeners = append(b.listeners, ln)
 	}
@@ -371,12 +391,12 @@ func (b *Broker) start(ctx context.Context) error {
 		return fmt.Errorf("broker: apply own registration: %w", err)
 	}
 	b.server = protocol.NewServer(b.cfg.protocolConfig(b.logger), b)
-	for _, ln := range b.listeners {
-		ln := ln
+	for i, ln := range b.listeners {
+		lis := b.secured[b.lc.listeners[i].Name]
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			if err := b.server.Serve(ln); err != nil {
+			if err := b.server.ServeListener(ln, lis); err != nil {
 				b.logger.Error("listener stopped", "addr", ln.Addr(), "err", err)
 			}
 		}()
@@ -440,31 +460,23 @@ func (b *Broker) register(ctx context.Context) (*coord.Session, error) {
 	}
 }
 
-// advertisedBroker derives the registration from advertised.listeners, or
-// from the first bound listener (a wildcard or empty host advertised as
-// "localhost", a port of 0 replaced by the bound port).
+// advertisedBroker derives the registration from the listeners: an
+// endpoint per listener (advertised.listeners, else the bound address,
+// a wildcard or empty host advertised as "localhost"), Host and Port
+// the inter-broker listener's.
 func (b *Broker) advertisedBroker() (meta.Broker, error) {
 	reg := meta.Broker{ID: b.cfg.NodeID, Rack: b.cfg.Rack, StartedUnixMs: time.Now().UnixMilli(), Recovering: b.recovering.Load()}
-	var host, port string
-	if len(b.cfg.AdvertisedListeners) > 0 {
-		addr, err := listenerAddr(b.cfg.AdvertisedListeners[0])
-		if err != nil {
-			return reg, err
-		}
-		host, port, _ = net.SplitHostPort(addr)
-	} else {
-		cfgAddr, _ := listenerAddr(b.cfg.Listeners[0])
-		host, _, _ = net.SplitHostPort(cfgAddr)
-		_, port, _ = net.SplitHostPort(b.listeners[0].Addr().String())
+	bound := map[string]net.Addr{}
+	for i, ln := range b.listeners {
+		bound[b.lc.listeners[i].Name] = ln.Addr()
 	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "localhost"
+	eps, err := b.lc.endpoints(bound)
+	if err != nil {
+		return reg, err
 	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p <= 0 || p > 65535 {
-		return reg, fmt.Errorf("%w: advertised port %q", ErrConfig, port)
-	}
-	reg.Host, reg.Port = host, int32(p)
+	reg.Endpoints = eps
+	ib, _ := reg.Endpoint(b.lc.interBroker)
+	reg.Host, reg.Port = ib.Host, ib.Port
 	return reg, nil
 }
 

@@ -25,12 +25,31 @@ import (
 type Config struct {
 	// NodeID is node.id (broker.id): unique per broker in the cluster.
 	NodeID int32
-	// Listeners is listeners: the addresses the Kafka protocol server binds,
-	// e.g. "PLAINTEXT://:9092". Only PLAINTEXT is supported.
+	// Listeners is listeners: the named listeners the Kafka protocol
+	// server binds, e.g. "PLAINTEXT://:9092,CLIENT://:9093"
+	// (listeners.go).
 	Listeners []string
-	// AdvertisedListeners is advertised.listeners: what Metadata tells clients;
-	// defaults to Listeners with an empty host replaced by "localhost".
+	// AdvertisedListeners is advertised.listeners: what Metadata tells
+	// the clients of each listener; a listener without an entry
+	// advertises its bound address, an empty host as "localhost".
 	AdvertisedListeners []string
+	// ListenerSecurityProtocolMap is listener.security.protocol.map, by
+	// upper-case listener name; nil is Kafka's default (each protocol's
+	// name mapped to itself).
+	ListenerSecurityProtocolMap map[string]string
+	// InterBrokerListenerName is inter.broker.listener.name and
+	// SecurityInterBrokerProtocol security.inter.broker.protocol (at most
+	// one is set): the listener other brokers connect to.
+	InterBrokerListenerName     string
+	SecurityInterBrokerProtocol string
+	// Security holds the TLS and SASL settings by their Kafka names
+	// (ssl.*, sasl.*, connections.max.reauth.ms, ...), and their
+	// per-listener forms listener.name.<listener>.<setting> with the
+	// listener name lower case (security.go).
+	Security map[string]string
+	// InitialScram are the credentials of samsa server --add-scram, put
+	// in etcd at start when absent (no setting names them).
+	InitialScram []InitialScram
 	// Rack is broker.rack.
 	Rack string
 	// DataDir is log.dirs (a single directory): partition logs live in
@@ -233,6 +252,19 @@ func (c *Config) Set(key, value string) error {
 		c.Listeners = splitList(value)
 	case "advertised.listeners":
 		c.AdvertisedListeners = splitList(value)
+	case "listener.security.protocol.map":
+		m, err := parseSecurityProtocolMap(value)
+		if err != nil {
+			return bad(err)
+		}
+		c.ListenerSecurityProtocolMap = m
+	case "inter.broker.listener.name":
+		c.InterBrokerListenerName = value
+	case "security.inter.broker.protocol":
+		if _, ok := defaultSecurityProtocolMap[strings.ToUpper(value)]; !ok {
+			return bad(fmt.Errorf("want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))
+		}
+		c.SecurityInterBrokerProtocol = value
 	case "broker.rack":
 		c.Rack = value
 	case "log.dirs", "log.dir":
@@ -437,6 +469,16 @@ func (c *Config) Set(key, value string) error {
 		}
 		c.ProducerIDExpiration = d
 	default:
+		if norm, ok, err := securitySetting(key, value); ok {
+			if err != nil {
+				return bad(err)
+			}
+			if c.Security == nil {
+				c.Security = map[string]string{}
+			}
+			c.Security[norm] = value
+			return nil
+		}
 		topicKey, ok := topicConfigForBrokerSetting(key)
 		if !ok {
 			return fmt.Errorf("%w: unknown setting %q", ErrConfig, key)
@@ -469,29 +511,63 @@ func (c *Config) Set(key, value string) error {
 	return nil
 }
 
-// LoadProperties applies a server.properties-style file: key=value lines,
-// '#' and '!' comments, blank lines ignored.
+// LoadProperties applies a server.properties-style file (ReadProperties).
 func (c *Config) LoadProperties(r io.Reader) error {
+	props, err := ReadProperties(r)
+	if err != nil {
+		return err
+	}
+	for _, p := range props {
+		if err := c.Set(p.Key, p.Value); err != nil {
+			return fmt.Errorf("line %d: %w", p.Line, err)
+		}
+	}
+	return nil
+}
+
+// Property is one key=value of a properties file; Line is where it starts.
+type Property struct {
+	Key, Value string
+	Line       int
+}
+
+// ReadProperties reads a Java properties file as Kafka's tools do:
+// key=value (or key: value) lines, '#' and '!' comments, blank lines
+// ignored, and a line ending in a backslash continued on the next (so a
+// sasl.jaas.config can span lines), the next line's leading blanks
+// dropped.
+func ReadProperties(r io.Reader) ([]Property, error) {
 	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var out []Property
 	line := 0
 	for sc.Scan() {
 		line++
+		start := line
 		s := strings.TrimSpace(sc.Text())
 		if s == "" || s[0] == '#' || s[0] == '!' {
 			continue
+		}
+		for continued(s) && sc.Scan() {
+			line++
+			s = s[:len(s)-1] + strings.TrimSpace(sc.Text())
 		}
 		k, v, ok := strings.Cut(s, "=")
 		if !ok {
 			k, v, ok = strings.Cut(s, ":")
 		}
 		if !ok {
-			return fmt.Errorf("%w: line %d: want key=value", ErrConfig, line)
+			return nil, fmt.Errorf("%w: line %d: want key=value", ErrConfig, start)
 		}
-		if err := c.Set(strings.TrimSpace(k), v); err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
+		out = append(out, Property{Key: strings.TrimSpace(k), Value: strings.TrimSpace(v), Line: start})
 	}
-	return sc.Err()
+	return out, sc.Err()
+}
+
+// continued reports a line that ends in an odd number of backslashes.
+func continued(s string) bool {
+	n := len(s) - len(strings.TrimRight(s, "\\"))
+	return n%2 == 1
 }
 
 // LoadPropertiesFile applies the settings in the named file.
@@ -544,30 +620,14 @@ func splitList(s string) []string {
 	return out
 }
 
-// listenerAddr parses "PLAINTEXT://host:port" (or a bare "host:port").
-func listenerAddr(l string) (string, error) {
-	proto, addr, ok := strings.Cut(l, "://")
-	if !ok {
-		addr, proto = l, "PLAINTEXT"
-	}
-	if !strings.EqualFold(proto, "PLAINTEXT") {
-		return "", fmt.Errorf("%w: listener %q: only PLAINTEXT is supported", ErrConfig, l)
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return "", fmt.Errorf("%w: listener %q: %v", ErrConfig, l, err)
-	}
-	return addr, nil
-}
-
 // validate checks the settings that Set cannot check one at a time.
 func (c *Config) validate() error {
-	if len(c.Listeners) == 0 {
-		return fmt.Errorf("%w: no listeners", ErrConfig)
+	lc, err := c.resolveListeners()
+	if err != nil {
+		return err
 	}
-	for _, l := range append(append([]string(nil), c.Listeners...), c.AdvertisedListeners...) {
-		if _, err := listenerAddr(l); err != nil {
-			return err
-		}
+	if err := c.checkSecurity(lc); err != nil {
+		return err
 	}
 	if c.DataDir == "" {
 		return fmt.Errorf("%w: log.dirs is empty", ErrConfig)

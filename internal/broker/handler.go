@@ -34,6 +34,7 @@ func init() {
 		14: {0, 5, (*Broker).handleSyncGroup},
 		15: {0, 5, (*Broker).handleDescribeGroups},
 		16: {0, 4, (*Broker).handleListGroups},
+		17: {0, 1, (*Broker).handleSASLHandshake},
 		18: {0, 3, (*Broker).handleApiVersions},
 		19: {2, 7, (*Broker).handleCreateTopics},
 		20: {1, 6, (*Broker).handleDeleteTopics},
@@ -41,11 +42,14 @@ func init() {
 		23: {2, 4, (*Broker).handleOffsetForLeaderEpoch},
 		32: {1, 4, (*Broker).handleDescribeConfigs},
 		33: {0, 2, (*Broker).handleAlterConfigs},
+		36: {0, 2, (*Broker).handleSASLAuthenticate},
 		37: {0, 3, (*Broker).handleCreatePartitions},
 		42: {0, 2, (*Broker).handleDeleteGroups},
 		43: {0, 2, (*Broker).handleElectLeaders},
 		44: {0, 1, (*Broker).handleIncrementalAlterConfigs},
 		47: {0, 0, (*Broker).handleOffsetDelete},
+		50: {0, 0, (*Broker).handleDescribeUserScramCredentials},
+		51: {0, 0, (*Broker).handleAlterUserScramCredentials},
 		60: {0, 1, (*Broker).handleDescribeCluster},
 	}
 }

@@ -96,8 +96,8 @@ func newFetcher(b *Broker, leader int32, addr string) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fetcher{b: b, leader: leader, addr: addr, parts: map[topicPartition]*localPartition{},
 		wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("samsa-replica-"+strconv.Itoa(int(b.cfg.NodeID))),
-		kgo.RetryTimeout(0), kgo.DialTimeout(5*time.Second))
+	cl, err := kgo.NewClient(b.interBrokerClient(kgo.SeedBrokers(addr), kgo.ClientID("samsa-replica-"+strconv.Itoa(int(b.cfg.NodeID))),
+		kgo.RetryTimeout(0), kgo.DialTimeout(5*time.Second))...)
 	if err != nil {
 		// Only invalid options fail here.
 		b.logger.Error("cannot create replica fetcher client", "leader", leader, "err", err)

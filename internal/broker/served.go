@@ -121,9 +121,9 @@ func (b *Broker) waitServed(ctx context.Context, topics []servedTopic) error {
 			cl := clients[addr]
 			if cl == nil {
 				var err error
-				cl, err = kgo.NewClient(kgo.SeedBrokers(addr),
+				cl, err = kgo.NewClient(b.interBrokerClient(kgo.SeedBrokers(addr),
 					kgo.ClientID("samsa-admin-"+strconv.Itoa(int(b.cfg.NodeID))),
-					kgo.DialTimeout(servedAskTimeout))
+					kgo.DialTimeout(servedAskTimeout))...)
 				if err != nil {
 					return fmt.Errorf("broker: ask broker %d: %w", pending[i], err)
 				}

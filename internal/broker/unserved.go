@@ -14,8 +14,7 @@ package broker
 // ConsumerGroupDescribe response one group per id. The code is the one
 // Kafka itself answers with when a broker lacks the feature where there is
 // one (SECURITY_DISABLED for the ACL requests without an authorizer,
-// AclApis; ILLEGAL_SASL_STATE for the SASL requests on a listener without
-// SASL, KafkaApis; DELEGATION_TOKEN_REQUEST_NOT_ALLOWED for the token
+// AclApis; DELEGATION_TOKEN_REQUEST_NOT_ALLOWED for the token
 // requests on a PLAINTEXT listener), UNSUPPORTED_VERSION otherwise, as
 // Kafka answers the APIs it has switched off (telemetry without a metrics
 // plugin, share groups, KIP-848 groups when disabled). Where the response
@@ -81,7 +80,6 @@ type unservedAPI struct {
 var (
 	unsupported  = kerr.UnsupportedVersion.Code
 	noAuthorizer = kerr.SecurityDisabled.Code
-	noSASL       = kerr.IllegalSaslState.Code
 	noTokens     = kerr.DelegationTokenRequestNotAllowed.Code
 )
 
@@ -89,12 +87,6 @@ var (
 // request fields of other names.
 func fromField(response string, request ...string) map[string][]string {
 	return map[string][]string{response: request}
-}
-
-// scramUsers is the from of the SCRAM credential requests: their Results
-// come from the given request arrays, whose Name is the result's User.
-func scramUsers(request ...string) map[string][]string {
-	return map[string][]string{"Results": request, "User": {"Name"}}
 }
 
 // Issues that will add APIs (see docs/compatibility.md).
@@ -108,13 +100,9 @@ const (
 // samsa does not. A key must not be both here and in apis.
 var unserved = map[int16]unservedAPI{
 	// Security (issue 12).
-	17: {kafkaMin: 0, kafkaMax: 1, code: noSASL, issue: issueSecurity},                                                   // SaslHandshake
-	36: {kafkaMin: 0, kafkaMax: 2, code: noSASL, issue: issueSecurity},                                                   // SaslAuthenticate
-	29: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity},                                             // DescribeAcls
-	30: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity, from: fromField("Results", "Creations")},    // CreateAcls
-	31: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity, from: fromField("Results", "Filters")},      // DeleteAcls
-	50: {kafkaMin: 0, kafkaMax: 0, code: unsupported, issue: issueSecurity, from: scramUsers("Users")},                   // DescribeUserScramCredentials
-	51: {kafkaMin: 0, kafkaMax: 0, code: unsupported, issue: issueSecurity, from: scramUsers("Deletions", "Upsertions")}, // AlterUserScramCredentials
+	29: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity},                                          // DescribeAcls
+	30: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity, from: fromField("Results", "Creations")}, // CreateAcls
+	31: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity, from: fromField("Results", "Filters")},   // DeleteAcls
 
 	// Delegation tokens: no issue plans them (issue 12 leaves them out).
 	38: {kafkaMin: 1, kafkaMax: 3, code: noTokens}, // CreateDelegationToken

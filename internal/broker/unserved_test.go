@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
@@ -97,16 +96,6 @@ func TestUnservedMirrors(t *testing.T) {
 			{Topic: "u", Partitions: []kmsg.AlterReplicaLogDirsResponseTopicPartition{{Partition: 0, ErrorCode: 35}}},
 		}},
 	}, {
-		name: "AlterUserSCRAMCredentials names the users", version: 0,
-		req: &kmsg.AlterUserSCRAMCredentialsRequest{
-			Deletions:  []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "ann", Mechanism: 1}},
-			Upsertions: []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "bob", Mechanism: 2}},
-		},
-		want: &kmsg.AlterUserSCRAMCredentialsResponse{Results: []kmsg.AlterUserSCRAMCredentialsResponseResult{
-			{User: "ann", ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterUserSCRAMCredentials yet (samsa issue 12)")},
-			{User: "bob", ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterUserSCRAMCredentials yet (samsa issue 12)")},
-		}},
-	}, {
 		name: "ConsumerGroupDescribe lists the groups", version: 0,
 		req: &kmsg.ConsumerGroupDescribeRequest{Groups: []string{"g1", "g2"}},
 		want: &kmsg.ConsumerGroupDescribeResponse{Groups: []kmsg.ConsumerGroupDescribeResponseGroup{
@@ -128,10 +117,6 @@ func TestUnservedMirrors(t *testing.T) {
 		want: &kmsg.DescribeTopicPartitionsResponse{Topics: []kmsg.DescribeTopicPartitionsResponseTopic{
 			{Topic: str("t"), ErrorCode: 35, AuthorizedOperations: math.MinInt32},
 		}},
-	}, {
-		name: "SASLHandshake", version: 1,
-		req:  &kmsg.SASLHandshakeRequest{Mechanism: "PLAIN"},
-		want: &kmsg.SASLHandshakeResponse{ErrorCode: kerr.IllegalSaslState.Code},
 	}, {
 		name: "DescribeLogDirs before v3 has its error on a dir", version: 1,
 		req:  &kmsg.DescribeLogDirsRequest{},
