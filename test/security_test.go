@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -536,5 +537,121 @@ func TestSecurityInterBroker(t *testing.T) {
 			t.Fatalf("%s answered a client that did not authenticate", addr)
 		}
 		acancel()
+	}
+}
+
+// KIP-368 re-authentication: with connections.max.reauth.ms the broker
+// tells a client its session lifetime; the client may authenticate again
+// on the same connection (as the same principal only), and a connection
+// whose session ran out is closed at its next request. franz-go, which
+// re-authenticates by itself, keeps producing across several lifetimes.
+func TestSecurityReauthentication(t *testing.T) {
+	const lifetime = 1500 * time.Millisecond
+	p := newSecurePKI(t)
+	b := StartBroker(t, securedOpts(p), func(cfg *broker.Config) {
+		if err := cfg.Set("listener.name.sasl_plaintext.connections.max.reauth.ms", strconv.Itoa(int(lifetime.Milliseconds()))); err != nil {
+			t.Fatal(err)
+		}
+	})
+	addr := listenerAddr(t, b, lisSASLPlain)
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		return c
+	}
+	corr := int32(0)
+	login := func(c net.Conn, user, pass string) (*kmsg.SASLAuthenticateResponse, error) {
+		t.Helper()
+		corr++
+		hs, err := rawCall(c, &kmsg.SASLHandshakeRequest{Version: 1, Mechanism: "PLAIN"}, corr)
+		if err != nil {
+			return nil, err
+		}
+		if code := hs.(*kmsg.SASLHandshakeResponse).ErrorCode; code != 0 {
+			return nil, kerr.ErrorForCode(code)
+		}
+		corr++
+		resp, err := rawCall(c, &kmsg.SASLAuthenticateRequest{Version: 2, SASLAuthBytes: []byte("\x00" + user + "\x00" + pass)}, corr)
+		if err != nil {
+			return nil, err
+		}
+		r := resp.(*kmsg.SASLAuthenticateResponse)
+		if r.ErrorCode != 0 {
+			return r, kerr.ErrorForCode(r.ErrorCode)
+		}
+		return r, nil
+	}
+	metadata := func(c net.Conn) error {
+		corr++
+		_, err := rawCall(c, &kmsg.MetadataRequest{Version: 4}, corr)
+		return err
+	}
+
+	c := dial()
+	r, err := login(c, "alice", "alice-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SessionLifetimeMillis != lifetime.Milliseconds() {
+		t.Fatalf("session lifetime %d ms, want %d", r.SessionLifetimeMillis, lifetime.Milliseconds())
+	}
+	if err := metadata(c); err != nil {
+		t.Fatalf("Metadata after login: %v", err)
+	}
+	// Again as alice, on the same connection: a new lifetime.
+	if _, err := login(c, "alice", "alice-secret"); err != nil {
+		t.Fatalf("re-authentication: %v", err)
+	}
+	if err := metadata(c); err != nil {
+		t.Fatalf("Metadata after re-authentication: %v", err)
+	}
+	// As another user: refused, and the connection closes.
+	if _, err := login(c, "dave", "dave-secret"); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("re-authentication as another principal: %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	if err := metadata(c); err == nil {
+		t.Fatal("the connection stayed open after a re-authentication as another principal")
+	}
+
+	// A session that ran out: the next request closes the connection.
+	c = dial()
+	if _, err := login(c, "alice", "alice-secret"); err != nil {
+		t.Fatal(err)
+	}
+	expired := time.Now().Add(lifetime)
+	time.Sleep(time.Until(expired) + 100*time.Millisecond) // the broker's clock decides; this waits past it
+	if err := metadata(c); err == nil {
+		t.Fatal("a request after the session lifetime was answered")
+	}
+
+	// franz-go re-authenticates by itself and keeps working past several
+	// lifetimes on its connections.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var connects atomic.Int64
+	cl := secureClient(t, addr, kgo.AllowAutoTopicCreation(), kgo.DefaultProduceTopic("reauth"),
+		kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()),
+		kgo.WithHooks(connectCounter{&connects}))
+	for start := time.Now(); time.Since(start) < 3*lifetime; {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("produce after %v: %v", time.Since(start), err)
+		}
+	}
+	if n := connects.Load(); n > 3 {
+		t.Errorf("franz-go connected %d times in three session lifetimes: its sessions were closed rather than renewed", n)
+	}
+}
+
+// connectCounter counts franz-go's successful connections.
+type connectCounter struct{ n *atomic.Int64 }
+
+func (c connectCounter) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		c.n.Add(1)
 	}
 }
