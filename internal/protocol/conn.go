@@ -272,8 +272,16 @@ func (c *conn) readLoop() {
 				c.shutdown()
 				return
 			}
-			p := c.saslRawToken(frame)
+			p, ok := c.saslRawToken(frame)
+			if !ok {
+				return
+			}
 			p.held = h
+			if p.resp.Later != nil && !h.small {
+				// A failed login's delayed answer must not keep the
+				// overdraft from others (as for any Later below).
+				c.s.budget.forgiveFrameOverdraft(c)
+			}
 			select {
 			case c.queue <- p:
 			case <-c.ctx.Done():

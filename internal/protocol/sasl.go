@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -68,8 +69,23 @@ func (c *conn) saslPending() bool {
 }
 
 // saslRawToken answers a token of a v0 exchange (a frame without a
-// request header). It returns the pending response to queue.
-func (c *conn) saslRawToken(token []byte) pending {
+// request header). It returns the pending response to queue; false if the
+// connection must close at once (a mechanism panicked).
+func (c *conn) saslRawToken(token []byte) (p pending, ok bool) {
+	defer c.recoverSASL(&ok)
+	return c.saslRawStep(token), true
+}
+
+// recoverSASL turns a panic of a SASL mechanism into a closed connection
+// rather than a crashed broker.
+func (c *conn) recoverSASL(ok *bool) {
+	if r := recover(); r != nil {
+		c.log.Error("protocol: panic in SASL authentication; closing connection", "panic", r, "stack", string(debug.Stack()))
+		*ok = false
+	}
+}
+
+func (c *conn) saslRawStep(token []byte) pending {
 	st := &c.sasl
 	reply, done, err := st.session.Step(c.ctx, token)
 	if err != nil {
@@ -133,7 +149,15 @@ func (c *conn) failedAuthDelay() func() kmsg.Response {
 // intercepted is true when resp is the answer; ok is false when the
 // connection must close at once.
 func (c *conn) saslRequest(req *Request) (resp Response, intercepted, ok bool) {
+	defer c.recoverSASL(&ok)
 	st := &c.sasl
+	if st.authenticated && !st.expires.IsZero() && time.Now().After(st.expires) {
+		// As Kafka: an expired session is closed at any request, a
+		// late re-authentication included.
+		c.log.Info("protocol: SASL session expired without re-authentication; closing connection",
+			"principal", c.info.Principal, "key", req.Key)
+		return Response{}, false, false
+	}
 	switch req.Key {
 	case saslHandshakeKey:
 		return c.saslHandshake(req.Body.(*kmsg.SASLHandshakeRequest)), true, true
@@ -144,11 +168,6 @@ func (c *conn) saslRequest(req *Request) (resp Response, intercepted, ok bool) {
 	}
 	if !st.authenticated {
 		c.log.Info("protocol: request before SASL authentication; closing connection", "key", req.Key)
-		return Response{}, false, false
-	}
-	if !st.expires.IsZero() && time.Now().After(st.expires) {
-		c.log.Info("protocol: SASL session expired without re-authentication; closing connection",
-			"principal", c.info.Principal, "key", req.Key)
 		return Response{}, false, false
 	}
 	return Response{}, false, true
