@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
 	"errors"
 	"fmt"
 	"os"
@@ -69,9 +73,23 @@ func newUserScramSetCmd(o *extraOptions) *cobra.Command {
 			if password == "" {
 				return errors.New("the password is empty")
 			}
+			// The salt is made here, of the length and with the
+			// iterations the broker gives unknown users' fake
+			// credentials, so that its first answer does not tell a
+			// prober whether a user exists.
+			salt := make([]byte, 32)
+			rand.Read(salt)
+			hash := sha256.New
+			if mech == kadm.ScramSha512 {
+				hash = sha512.New
+			}
+			salted, err := pbkdf2.Key(hash, password, salt, int(iterations), hash().Size())
+			if err != nil {
+				return err
+			}
 			return o.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
 				res, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{
-					User: args[0], Mechanism: mech, Iterations: iterations, Password: password}})
+					User: args[0], Mechanism: mech, Iterations: iterations, Salt: salt, SaltedPassword: salted}})
 				if err != nil {
 					return err
 				}
@@ -89,7 +107,7 @@ func newUserScramSetCmd(o *extraOptions) *cobra.Command {
 	f.StringVar(&mechanism, "mechanism", "SCRAM-SHA-256", "SCRAM-SHA-256 or SCRAM-SHA-512")
 	f.StringVar(&password, "password", "", "the password (visible to other users of this machine; prefer --password-file)")
 	f.StringVar(&passwordFile, "password-file", "", "a file holding the password")
-	f.Int32Var(&iterations, "iterations", 8192, "PBKDF2 iterations, 4096 to 16384")
+	f.Int32Var(&iterations, "iterations", 4096, "PBKDF2 iterations, 4096 to 16384")
 	return cmd
 }
 

@@ -163,9 +163,12 @@ func (c ScramCredential) check(h scramHash) error {
 }
 
 // scramFakeKey is the per-process secret from which unknown users' fake
-// salts and keys are derived: deterministic within a process, so that asking
+// salts and keys are derived when the session is given no cluster-wide one
+// (NewScramSessionKeyed): deterministic within a process, so that asking
 // twice for the same unknown user gets the same salt, as a real user would,
-// and unpredictable across processes.
+// and unpredictable across processes. A real user's salt is the same on
+// every broker, so brokers share one key (the broker keeps it in etcd),
+// or asking two of them would tell an unknown user apart.
 var scramFakeKey = func() []byte {
 	k := make([]byte, 32)
 	rand.Read(k)
@@ -175,15 +178,18 @@ var scramFakeKey = func() []byte {
 // scramFakeCredential is what an unknown user is offered: a salt derived from
 // the mechanism and user name, the default iterations, and keys no password
 // matches (and that are never accepted anyway).
-func scramFakeCredential(h scramHash, user string) ScramCredential {
-	salt := hmac.New(sha256.New, scramFakeKey)
+func scramFakeCredential(h scramHash, user string, key []byte) ScramCredential {
+	if len(key) == 0 {
+		key = scramFakeKey
+	}
+	salt := hmac.New(sha256.New, key)
 	salt.Write([]byte("salt\x00" + h.mechanism + "\x00" + user))
 	return ScramCredential{
 		Mechanism:  h.mechanism,
 		Salt:       salt.Sum(nil)[:scramSaltSize],
 		Iterations: ScramDefaultIterations,
-		StoredKey:  h.hmac(scramFakeKey, "stored-key\x00", h.mechanism),
-		ServerKey:  h.hmac(scramFakeKey, "server-key\x00", h.mechanism),
+		StoredKey:  h.hmac(key, "stored-key\x00", h.mechanism),
+		ServerKey:  h.hmac(key, "server-key\x00", h.mechanism),
 	}
 }
 
@@ -200,6 +206,18 @@ func scramServerNonce() string {
 // It returns an error wrapping ErrUnknownMechanism for any other mechanism.
 func NewScramSession(mechanism string, lookup ScramLookup) (Session, error) {
 	return newScramSession(mechanism, lookup, scramServerNonce)
+}
+
+// NewScramSessionKeyed is NewScramSession with the cluster-wide secret from
+// which unknown users' fake salts are derived, so that every broker offers
+// an unknown user the same salt, as it would a real one's.
+func NewScramSessionKeyed(mechanism string, lookup ScramLookup, fakeKey []byte) (Session, error) {
+	s, err := newScramSession(mechanism, lookup, scramServerNonce)
+	if err != nil {
+		return nil, err
+	}
+	s.fakeKey = append([]byte(nil), fakeKey...)
+	return s, nil
 }
 
 func newScramSession(mechanism string, lookup ScramLookup, serverNonce func() string) (*scramSession, error) {
@@ -219,6 +237,8 @@ type scramSession struct {
 	hash        scramHash
 	lookup      ScramLookup
 	serverNonce func() string // the random suffix of the combined nonce; a test seam
+	// fakeKey derives unknown users' fake credentials; nil: scramFakeKey.
+	fakeKey []byte
 
 	state saslState
 
@@ -368,7 +388,7 @@ func (s *scramSession) clientFirst(ctx context.Context, msg string) ([]byte, err
 	} else {
 		// Answer as if the user existed and fail at the proof, so the
 		// server-first message does not reveal whether the user exists.
-		cred = scramFakeCredential(s.hash, user)
+		cred = scramFakeCredential(s.hash, user, s.fakeKey)
 	}
 
 	s.user, s.known, s.cred = user, known, cred
