@@ -3,6 +3,7 @@ package coord
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ type options struct {
 	logger         *slog.Logger
 	dialTimeout    time.Duration
 	requestTimeout time.Duration
+	tls            *tls.Config
 }
 
 // WithLogger sets the logger of the client (and of the etcd client
@@ -50,6 +52,21 @@ func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialT
 // has no deadline of its own, so nothing waits forever on an unreachable
 // etcd. Zero or negative disables it. Default DefaultRequestTimeout.
 func WithRequestTimeout(d time.Duration) Option { return func(o *options) { o.requestTimeout = d } }
+
+// WithTLS connects to etcd over TLS with cfg (nil: plaintext, the
+// default): RootCAs verify etcd's certificate, Certificates hold the
+// client certificate an etcd with client certificate authentication
+// requires. Leave ServerName empty to check each endpoint's own host name.
+// With TLS every endpoint must be https:// (or without scheme); without,
+// https:// endpoints are refused (ErrInvalid).
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) {
+		o.tls = nil
+		if cfg != nil {
+			o.tls = cfg.Clone()
+		}
+	}
+}
 
 // Client is a connection to the etcd cluster holding one samsa cluster's
 // metadata. It is safe for concurrent use. Sessions and caches created from
@@ -102,8 +119,12 @@ func Connect(ctx context.Context, endpoints []string, cluster string, opts ...Op
 	if len(endpoints) == 0 {
 		return nil, fmt.Errorf("%w: no etcd endpoints", ErrInvalid)
 	}
+	if err := checkEndpointsTLS(endpoints, o.tls); err != nil {
+		return nil, err
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
+		TLS:         o.tls,
 		DialTimeout: o.dialTimeout,
 		// Detect a dead connection (half-open TCP, blackholed peer) even
 		// when the lease keepalive stream is the only traffic.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap/zapcore"
 )
@@ -37,6 +38,22 @@ type EmbeddedConfig struct {
 	// Logger receives etcd's own logs, at error level only (etcd is very
 	// talkative below that). Default slog.Default().
 	Logger *slog.Logger
+
+	// KeystoreFile and TruststoreFile secure the member with mutual TLS;
+	// both are required when its URLs (ClientURL, PeerURL, the
+	// InitialCluster's) are https://, and refused when they are not. The
+	// keystore is one PEM file holding a private key and its certificate
+	// chain (in any order, like ssl.keystore.location): the member's
+	// certificate on its client and peer URLs, and the client
+	// certificate it presents to its peers. It must name the URLs' hosts
+	// and allow both server and client authentication (or name no
+	// extended key usage). The truststore is a PEM file of CA
+	// certificates: clients and peers must present a certificate issued
+	// by one of them (client certificate authentication on both URLs),
+	// and peers' server certificates are verified against them. Both
+	// are read at start: renewed certificates apply at the next start.
+	KeystoreFile   string
+	TruststoreFile string
 }
 
 // Embedded tuning. Limits that bound samsa's own transactions are raised
@@ -105,9 +122,19 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if peerURL.Port() == "0" && cfg.InitialCluster != "" {
 		return nil, fmt.Errorf("%w: a member of a multi-member cluster needs a fixed peer port", ErrInvalid)
 	}
+	secure, err := embeddedTLS(cfg, clientURL, peerURL)
+	if err != nil {
+		return nil, err
+	}
+	var tlsInfo transport.TLSInfo
+	if secure {
+		if tlsInfo, err = memberTLSInfo(cfg); err != nil {
+			return nil, err
+		}
+	}
 	var lastErr error
 	for range portAttempts {
-		e, err := startEmbedded(ctx, cfg, clientURL, peerURL)
+		e, err := startEmbedded(ctx, cfg, clientURL, peerURL, tlsInfo)
 		if err == nil {
 			return e, nil
 		}
@@ -119,7 +146,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	return nil, lastErr
 }
 
-func startEmbedded(ctx context.Context, cfg EmbeddedConfig, clientURL, peerURL *url.URL) (*Embedded, error) {
+func startEmbedded(ctx context.Context, cfg EmbeddedConfig, clientURL, peerURL *url.URL, tlsInfo transport.TLSInfo) (*Embedded, error) {
 	curl, err := resolvePort(clientURL)
 	if err != nil {
 		return nil, err
@@ -140,6 +167,10 @@ func startEmbedded(ctx context.Context, cfg EmbeddedConfig, clientURL, peerURL *
 		ec.InitialCluster = cfg.Name + "=" + purl.String()
 	}
 	ec.InitialClusterToken = "samsa"
+	// Empty unless the URLs are https (embeddedTLS): then clients and
+	// peers alike must present a certificate of the truststore.
+	ec.ClientTLSInfo = tlsInfo
+	ec.PeerTLSInfo = tlsInfo
 	ec.MaxTxnOps = embeddedMaxTxnOps
 	ec.MaxRequestBytes = embeddedMaxRequestBytes
 	ec.AutoCompactionMode = embed.CompactorModePeriodic
