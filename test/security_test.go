@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -653,5 +654,91 @@ type connectCounter struct{ n *atomic.Int64 }
 func (c connectCounter) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
 	if err == nil {
 		c.n.Add(1)
+	}
+}
+
+// A renewed certificate applies to new connections without a restart: the
+// keystore file is replaced by one from another CA, and a client that
+// trusts only the new CA connects once the broker has looked at the file
+// again (at most a second later); clients of the old one no longer can.
+// Meanwhile a stream of wrong passwords costs the guesser, not others.
+func TestSecurityCertificateReloadAndGuessing(t *testing.T) {
+	p := newSecurePKI(t)
+	b := StartBroker(t, securedOpts(p))
+	mtls := listenerAddr(t, b, lisMTLS)
+	saslPlain := listenerAddr(t, b, lisSASLPlain)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// Wrong passwords in a loop on one goroutine, good clients beside.
+	guessing, stopGuessing := context.WithCancel(ctx)
+	guesses := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { guesses <- n }()
+		for guessing.Err() == nil {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(saslPlain), kgo.RetryTimeout(0),
+				kgo.SASL(plain.Auth{User: "alice", Pass: fmt.Sprintf("guess-%d", n)}.AsMechanism()))
+			if err != nil {
+				return
+			}
+			gctx, gcancel := context.WithTimeout(guessing, 5*time.Second)
+			_, err = kmsg.NewPtrMetadataRequest().RequestWith(gctx, cl)
+			gcancel()
+			cl.Close()
+			if err == nil {
+				t.Errorf("guess %d logged in", n)
+				return
+			}
+			n++
+		}
+	}()
+	roundTrip(ctx, t, saslPlain, "guessed", "g-guessed", 20, kgo.AllowAutoTopicCreation(),
+		kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()))
+
+	carol := &pkix.Name{CommonName: "carol", Organization: []string{"clients"}}
+	handshake := func(cfg *tls.Config) error {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		c, err := tls.DialWithDialer(d, "tcp", mtls, cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		// TLS 1.3 reports a refused client certificate at the first read.
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := rawCall(c, kmsg.NewPtrApiVersionsRequest(), 1); err != nil {
+			return err
+		}
+		return nil
+	}
+	if err := handshake(p.clientTLS(t, carol)); err != nil {
+		t.Fatalf("before the renewal: %v", err)
+	}
+
+	// The renewal: a certificate of a new CA, trusted by new clients;
+	// the broker's truststore gets the new CA too.
+	renewed := newSecurePKI(t)
+	cert, key := renewed.ca.Issue(t, pkix.Name{CommonName: "broker", Organization: []string{"samsa"}}, true)
+	replace := func(path string, data []byte) {
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace(p.keystore, append(append([]byte{}, key...), cert...))
+	replace(p.truststore, renewed.ca.CertPEM())
+	WaitFor(t, 10*time.Second, func() error { return handshake(renewed.clientTLS(t, carol)) })
+	if err := handshake(p.clientTLS(t, carol)); err == nil {
+		t.Fatal("a client of the old CA still connects after the renewal")
+	}
+
+	stopGuessing()
+	if n := <-guesses; n == 0 {
+		t.Fatal("no password was guessed")
+	} else {
+		t.Logf("%d wrong passwords refused meanwhile", n)
 	}
 }

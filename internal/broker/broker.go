@@ -2,9 +2,9 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/samsa-io/samsa/internal/controller"
 	"github.com/samsa-io/samsa/internal/coord"
@@ -57,6 +59,9 @@ type Broker struct {
 	// interBrokerOpts are the client options of connections to other
 	// brokers (TLS, SASL of the inter-broker listener).
 	interBrokerOpts []kgo.Opt
+	// scramFakeKey is the cluster's secret for unknown users' fake SCRAM
+	// salts (coord.ScramFakeKey).
+	scramFakeKey []byte
 
 	partitions  *partitionManager
 	producerIDs *producerIDAllocator
@@ -227,11 +232,20 @@ var errOpenLogs = errors.New("broker: open logs")
 type host struct {
 	lock *os.File
 	etcd *coord.Embedded
+	// etcdTLS secures the broker's etcd clients; nil when the etcd URLs
+	// are http (Config.metadataTLS).
+	etcdTLS *tls.Config
 }
 
 // openHost takes the data directory's lock and starts the embedded etcd
 // member (unless cfg names external etcd endpoints).
 func openHost(ctx context.Context, cfg Config, logger *slog.Logger) (*host, error) {
+	// Before anything starts: a TLS setting that does not match the etcd
+	// URLs, or key material that does not load, is a config error.
+	etcdTLS, err := cfg.metadataTLS()
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.logDir(), 0o755); err != nil {
 		return nil, fmt.Errorf("broker: data dir: %w", err)
 	}
@@ -239,7 +253,7 @@ func openHost(ctx context.Context, cfg Config, logger *slog.Logger) (*host, erro
 	if err != nil {
 		return nil, err
 	}
-	h := &host{lock: lock}
+	h := &host{lock: lock, etcdTLS: etcdTLS}
 	if len(cfg.MetadataEndpoints) == 0 {
 		e, err := coord.StartEmbedded(ctx, coord.EmbeddedConfig{
 			Dir:            cfg.etcdDir(),
@@ -248,6 +262,9 @@ func openHost(ctx context.Context, cfg Config, logger *slog.Logger) (*host, erro
 			PeerURL:        cfg.MetadataPeerURL,
 			InitialCluster: cfg.MetadataInitialCluster,
 			Logger:         logger,
+			// Set exactly when the URLs are https (metadataTLS).
+			KeystoreFile:   cfg.MetadataTLSKeystore,
+			TruststoreFile: cfg.MetadataTLSTruststore,
 		})
 		if err != nil {
 			lock.Close()
@@ -294,12 +311,13 @@ func (b *Broker) start(ctx context.Context) error {
 		b.logger.Warn("the previous broker process on this data directory did not shut down cleanly: registering as recovering, out of ISRs and leadership until caught up")
 	}
 	endpoints := b.host.endpoints(b.cfg)
-	client, err := coord.Connect(ctx, endpoints, b.cfg.ClusterName, coord.WithLogger(b.logger))
+	etcdOpts := []coord.Option{coord.WithLogger(b.logger), coord.WithTLS(b.host.etcdTLS)}
+	client, err := coord.Connect(ctx, endpoints, b.cfg.ClusterName, etcdOpts...)
 	if err != nil {
 		return fmt.Errorf("broker: connect to etcd: %w", err)
 	}
 	b.client = client
-	if b.liveness, err = coord.Connect(ctx, endpoints, b.cfg.ClusterName, coord.WithLogger(b.logger)); err != nil {
+	if b.liveness, err = coord.Connect(ctx, endpoints, b.cfg.ClusterName, etcdOpts...); err != nil {
 		return fmt.Errorf("broker: connect to etcd: %w", err)
 	}
 	if b.clusterID, err = client.ClusterID(ctx); err != nil {

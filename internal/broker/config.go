@@ -65,6 +65,20 @@ type Config struct {
 	// MetadataInitialCluster is the embedded etcd's initial cluster
 	// ("name=peerURL,..."); empty for a single member.
 	MetadataInitialCluster string
+	// MetadataTLSKeystore is metadata.etcd.ssl.keystore.location: a PEM
+	// file with a private key and its certificate chain, the embedded
+	// member's certificate (client and peer URLs) and the client
+	// certificate samsa presents to etcd. MetadataTLSTruststore is
+	// metadata.etcd.ssl.truststore.location: PEM CA certificates that
+	// verify etcd's certificate and, on an embedded member, the
+	// certificates of its clients and peers. Both set exactly when the etcd
+	// URLs in use are https:// (etcd_tls.go).
+	MetadataTLSKeystore   string
+	MetadataTLSTruststore string
+	// MetadataTLSSkipHostnameCheck is
+	// metadata.etcd.ssl.endpoint.identification.algorithm set to "": etcd's
+	// certificate is verified without checking that it names the host.
+	MetadataTLSSkipHostnameCheck bool
 	// ClusterName selects the etcd key prefix /samsa/<ClusterName>/.
 	ClusterName string
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's
@@ -232,7 +246,7 @@ var ErrConfig = errors.New("broker: invalid config")
 // Set applies one server.properties setting by its Kafka name.
 func (c *Config) Set(key, value string) error {
 	value = strings.TrimSpace(value)
-	bad := func(err error) error { return fmt.Errorf("%w: %s=%q: %v", ErrConfig, key, value, err) }
+	bad := func(err error) error { return fmt.Errorf("%w: %s=%q: %v", ErrConfig, key, shownValue(key, value), err) }
 	parseInt := func(bits int) (int64, error) { return strconv.ParseInt(value, 10, bits) }
 	parseMs := func() (time.Duration, error) {
 		n, err := parseInt(64)
@@ -281,6 +295,19 @@ func (c *Config) Set(key, value string) error {
 		c.MetadataPeerURL = value
 	case "metadata.etcd.initial.cluster":
 		c.MetadataInitialCluster = value
+	case "metadata.etcd.ssl.keystore.location":
+		c.MetadataTLSKeystore = value
+	case "metadata.etcd.ssl.truststore.location":
+		c.MetadataTLSTruststore = value
+	case "metadata.etcd.ssl.endpoint.identification.algorithm":
+		switch strings.ToLower(value) {
+		case "https":
+			c.MetadataTLSSkipHostnameCheck = false
+		case "":
+			c.MetadataTLSSkipHostnameCheck = true
+		default:
+			return bad(fmt.Errorf("want https or empty"))
+		}
 	case "cluster.name":
 		if value == "" || strings.ContainsAny(value, "/ ") {
 			return bad(fmt.Errorf("want a name without '/' or spaces"))

@@ -92,6 +92,16 @@ func securitySetting(key, value string) (norm string, ok bool, err error) {
 	return "", true, fmt.Errorf("%q cannot be set per listener", setting)
 }
 
+// shownValue is what errors and logs may show of a setting's value:
+// passwords, private keys and JAAS configs (which hold passwords) are
+// "[hidden]", as Kafka shows password settings.
+func shownValue(key, value string) string {
+	if strings.Contains(key, "password") || strings.HasSuffix(key, "sasl.jaas.config") || strings.HasSuffix(key, "ssl.keystore.key") {
+		return "[hidden]"
+	}
+	return value
+}
+
 // checkSecurityValue checks what can be checked of one value alone.
 func checkSecurityValue(key, value string) error {
 	switch key {
@@ -163,7 +173,11 @@ func (c *Config) tlsSettings(listener string) auth.TLSSettings {
 		CipherSuites:           splitList(v("ssl.cipher.suites")),
 		EndpointIdentification: "https",
 	}
-	if e, ok := c.Security["ssl.endpoint.identification.algorithm"]; ok {
+	// Set to empty (no host name check) is not unset: the listener's own
+	// value, set or empty, wins over the broker's.
+	if e, ok := c.Security["listener.name."+strings.ToLower(listener)+".ssl.endpoint.identification.algorithm"]; ok {
+		s.EndpointIdentification = e
+	} else if e, ok := c.Security["ssl.endpoint.identification.algorithm"]; ok {
 		s.EndpointIdentification = e
 	}
 	return s
@@ -204,9 +218,21 @@ func (c *Config) checkSecurity(lc listenerConfig) error {
 		if !ok {
 			continue
 		}
-		name, _, _ := strings.Cut(rest, ".")
-		if _, ok := lc.protocols[strings.ToUpper(name)]; !ok {
+		name, setting, _ := strings.Cut(rest, ".")
+		proto, ok := lc.protocols[strings.ToUpper(name)]
+		if !ok {
 			return fmt.Errorf("%w: %s names listener %s, which is not in listeners", ErrConfig, key, strings.ToUpper(name))
+		}
+		// A setting the listener's protocol does not use is a slip (in
+		// the protocol map, or the listener's name) that would leave the
+		// listener without the security it asks for.
+		saslSetting := strings.HasPrefix(setting, "sasl.") || strings.HasSuffix(setting, ".sasl.jaas.config") ||
+			setting == "connections.max.reauth.ms" || setting == "connection.failed.authentication.delay.ms"
+		if saslSetting && !isSASL(proto) {
+			return fmt.Errorf("%w: %s is set, but listener %s is %s, without SASL", ErrConfig, key, strings.ToUpper(name), proto)
+		}
+		if strings.HasPrefix(setting, "ssl.") && !isTLS(proto) {
+			return fmt.Errorf("%w: %s is set, but listener %s is %s, without TLS", ErrConfig, key, strings.ToUpper(name), proto)
 		}
 	}
 	for _, l := range lc.listeners {
@@ -273,7 +299,7 @@ func (b *Broker) protocolListener(lc listenerConfig, name string) (protocol.List
 		}
 	}
 	if isSASL(proto) {
-		srv := &saslServer{mechanisms: c.mechanisms(name), scram: b.scramCredential}
+		srv := &saslServer{mechanisms: c.mechanisms(name), scram: b.scramCredential, fakeKey: b.scramFakeKey}
 		if j, ok := c.jaas(name, auth.MechanismPlain); ok {
 			srv.plain = j.PlainUsers()
 		}
@@ -302,6 +328,8 @@ type saslServer struct {
 	// plain is the PLAIN users of the listener's JAAS config.
 	plain auth.PlainUsers
 	scram auth.ScramLookup
+	// fakeKey is the cluster's secret for unknown users' fake salts.
+	fakeKey []byte
 }
 
 func (s *saslServer) Mechanisms() []string { return s.mechanisms }
@@ -313,7 +341,7 @@ func (s *saslServer) Start(mechanism string) (protocol.SASLSession, bool) {
 	if mechanism == auth.MechanismPlain {
 		return auth.NewPlainSession(s.plain.Check), true
 	}
-	session, err := auth.NewScramSession(mechanism, s.scram)
+	session, err := auth.NewScramSessionKeyed(mechanism, s.scram, s.fakeKey)
 	if err != nil {
 		return nil, false
 	}
@@ -391,7 +419,8 @@ type InitialScram struct {
 // iterations=N; a value may be double-quoted to hold ',' or ']'.
 func ParseAddScram(s string) (InitialScram, error) {
 	bad := func(why string) (InitialScram, error) {
-		return InitialScram{}, fmt.Errorf("--add-scram %q: %s (want SCRAM-SHA-256=[name=alice,password=secret])", s, why)
+		// The argument holds a password: not shown.
+		return InitialScram{}, fmt.Errorf("--add-scram: %s (want SCRAM-SHA-256=[name=alice,password=secret])", why)
 	}
 	mech, rest, ok := strings.Cut(s, "=")
 	mech = strings.ToUpper(strings.TrimSpace(mech))
@@ -445,8 +474,13 @@ func ParseAddScram(s string) (InitialScram, error) {
 }
 
 // addInitialScram puts the --add-scram credentials that are not in etcd
-// yet.
+// yet, and reads the cluster's key for unknown users' fake SCRAM salts.
 func (b *Broker) addInitialScram(ctx context.Context) error {
+	key, err := b.client.ScramFakeKey(ctx)
+	if err != nil {
+		return fmt.Errorf("broker: %w", err)
+	}
+	b.scramFakeKey = key
 	for _, s := range b.cfg.InitialScram {
 		cred, err := auth.NewScramCredential(s.Mechanism, s.Password, nil, s.Iterations)
 		if err != nil {

@@ -26,6 +26,7 @@
 //	                          "session_timeout_ms": N}
 //	scram/<mechanism>/<user>  meta.ScramCredential (salted; never   PutScramCredential (AlterUserScramCredentials, samsa server
 //	                          the password)                       --add-scram), DeleteScramCredential; read at every login
+//	scram-fake-key            32 random bytes, base64             the first ScramFakeKey call, create-if-absent; never changed
 //
 // <id> and <p> are decimal; <user> has '%' and '/' escaped as %25 and %2F. Topic names follow Kafka's rules (1..249
 // characters of [a-zA-Z0-9._-]), so they contain no '/' and every key
@@ -215,4 +216,16 @@
 // history older than ten minutes. etcd's zap logs go to the given slog
 // logger at error level only, and at debug level once Close has begun
 // (etcd reports its own orderly shutdown as errors).
+//
+// # TLS
+//
+// TLS is on exactly when the etcd URLs are https:// (tls.go). A member
+// with https URLs serves its client and peer URLs with the keystore's
+// certificate and requires from every client and peer a certificate issued
+// by the truststore's CAs (EmbeddedConfig.KeystoreFile, TruststoreFile);
+// a Client dials https endpoints with the *tls.Config of WithTLS, which
+// internal/broker builds from its metadata.etcd.ssl.* settings with
+// internal/auth (this package does not import it). http and https mixed,
+// https without TLS material and TLS material with http URLs are
+// ErrInvalid.
 package coord

@@ -16,6 +16,9 @@ const (
 	dirPartitions  = "partitions/"
 	dirHeartbeats  = "heartbeats/"
 	dirScram       = "scram/"
+	// keyScramFakeKey holds the cluster's secret for unknown users' fake
+	// SCRAM salts (ScramFakeKey).
+	keyScramFakeKey = "scram-fake-key"
 )
 
 // maxNameLen is Kafka's limit on topic name length.

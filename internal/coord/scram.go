@@ -2,6 +2,8 @@ package coord
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"sort"
 	"strings"
@@ -126,4 +128,37 @@ func (c *Client) ScramUsers(ctx context.Context) ([]ScramUserInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].User < out[j].User })
 	return out, nil
+}
+
+// ScramFakeKey returns the cluster's secret for unknown users' fake SCRAM
+// credentials (auth.NewScramSessionKeyed), creating it on first use with a
+// create-if-absent transaction so that every broker gets the same one. It
+// is random and never leaves the brokers.
+func (c *Client) ScramFakeKey(ctx context.Context) ([]byte, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	key := c.keys.abs(keyScramFakeKey)
+	fresh := make([]byte, 32)
+	rand.Read(fresh)
+	resp, err := c.etcd.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, base64.StdEncoding.EncodeToString(fresh))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return nil, c.wrapErr("scram fake key", err)
+	}
+	c.noteRevision(resp.Header.Revision)
+	if resp.Succeeded {
+		return fresh, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	if len(kvs) == 0 {
+		return nil, fmt.Errorf("coord: scram fake key: deleted while read")
+	}
+	b, err := base64.StdEncoding.DecodeString(string(kvs[0].Value))
+	if err != nil || len(b) < 16 {
+		return nil, fmt.Errorf("coord: scram fake key: malformed")
+	}
+	return b, nil
 }
