@@ -171,9 +171,9 @@ var fuzzTopics = []fuzzTopicSpec{
 var fuzzServedVersions = map[int16][2]int16{
 	0: {3, 9}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {2, 8}, 9: {1, 8},
 	10: {0, 4}, 11: {0, 9}, 12: {0, 4}, 13: {0, 4}, 14: {0, 5}, 15: {0, 5},
-	16: {0, 4}, 18: {0, 3}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 23: {2, 4},
-	32: {1, 4}, 33: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
-	60: {0, 1},
+	16: {0, 4}, 17: {0, 1}, 18: {0, 3}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 23: {2, 4},
+	32: {1, 4}, 33: {0, 2}, 36: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
+	50: {0, 0}, 51: {0, 0}, 60: {0, 1},
 }
 
 // fuzzCleanups collects cleanups to run when the fuzz target ends.
@@ -1399,6 +1399,36 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 			}
 			r.Topics = append(r.Topics, t)
 		}
+		return []kmsg.Request{set(r)}
+	case 17:
+		// The broker's listener has no SASL: ILLEGAL_SASL_STATE.
+		r := kmsg.NewPtrSASLHandshakeRequest()
+		r.Mechanism = "SCRAM-SHA-256"
+		return []kmsg.Request{set(r)}
+	case 36:
+		r := kmsg.NewPtrSASLAuthenticateRequest()
+		r.SASLAuthBytes = []byte("n,,n=fuzz,r=abc")
+		return []kmsg.Request{set(r)}
+	case 50:
+		all := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		some := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		for _, name := range []string{"fuzz", "fuzz", "nobody"} {
+			u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
+			u.Name = name
+			some.Users = append(some.Users, u)
+		}
+		return []kmsg.Request{set(all), set(some)}
+	case 51:
+		r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+		up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		up.Name, up.Mechanism, up.Iterations = "fuzz", 1, 4096
+		up.Salt, up.SaltedPassword = []byte("0123456789abcdef"), make([]byte, 32)
+		bad := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+		bad.Name, bad.Mechanism, bad.Iterations = "weak", 2, 1
+		del := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+		del.Name, del.Mechanism = "nobody", 3
+		r.Upsertions = append(r.Upsertions, up, bad)
+		r.Deletions = append(r.Deletions, del)
 		return []kmsg.Request{set(r)}
 	case 60:
 		r := kmsg.NewPtrDescribeClusterRequest()

@@ -22,13 +22,10 @@ import (
 
 // unservedCode is the error code each unserved API answers with: Kafka's
 // own where a Kafka broker without the feature has one (AclApis without an
-// authorizer, KafkaApis for SASL requests on a listener without SASL and
-// for delegation tokens on a PLAINTEXT listener), UNSUPPORTED_VERSION
-// otherwise.
+// authorizer, KafkaApis for delegation tokens on a PLAINTEXT listener),
+// UNSUPPORTED_VERSION otherwise.
 func unservedCode(key int16) *kerr.Error {
 	switch key {
-	case 17, 36: // SaslHandshake, SaslAuthenticate
-		return kerr.IllegalSaslState
 	case 29, 30, 31: // DescribeAcls, CreateAcls, DeleteAcls
 		return kerr.SecurityDisabled
 	case 38, 39, 40, 41: // delegation tokens
@@ -213,17 +210,25 @@ func TestUnservedKafkaGo(t *testing.T) {
 			return nil, resp.Error
 		},
 	}, {
-		name: "DescribeUserScramCredentials", want: kafka.UnsupportedVersion,
+		// Served since issue 12: an unknown user's credentials.
+		name: "DescribeUserScramCredentials", want: kafka.ResourceNotFound,
 		call: func() (error, error) {
 			resp, err := cl.DescribeUserScramCredentials(ctx, &kafka.DescribeUserScramCredentialsRequest{Addr: addr,
 				Users: []kafka.UserScramCredentialsUser{{Name: "ann"}}})
 			if err != nil {
 				return err, nil
 			}
-			return nil, resp.Error
+			if resp.Error != nil {
+				return nil, resp.Error
+			}
+			if len(resp.Results) != 1 || resp.Results[0].User != "ann" {
+				return fmt.Errorf("results %+v, want one for ann", resp.Results), nil
+			}
+			return nil, resp.Results[0].Error
 		},
 	}, {
-		name: "AlterUserScramCredentials", want: kafka.UnsupportedVersion,
+		// Served since issue 12: deleting a credential that is not there.
+		name: "AlterUserScramCredentials", want: kafka.ResourceNotFound,
 		call: func() (error, error) {
 			resp, err := cl.AlterUserScramCredentials(ctx, &kafka.AlterUserScramCredentialsRequest{Addr: addr,
 				Deletions: []kafka.UserScramCredentialsDeletion{{Name: "ann", Mechanism: kafka.ScramMechanismSha256}}})
