@@ -226,6 +226,31 @@ func TestSecurityListeners(t *testing.T) {
 		}
 	})
 
+	t.Run("DescribeConfigs shows the security settings, secrets hidden", func(t *testing.T) {
+		rcs, err := adm.DescribeBrokerConfigs(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On("1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]kadm.Config{}
+		for _, c := range rc.Configs {
+			got[c.Key] = c
+		}
+		if c := got["listener.security.protocol.map"]; c.MaybeValue() != "MTLS:SSL,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL" {
+			t.Errorf("listener.security.protocol.map = %q", c.MaybeValue())
+		}
+		if c := got["listener.name.sasl_ssl.sasl.enabled.mechanisms"]; c.MaybeValue() != "SCRAM-SHA-256,SCRAM-SHA-512" {
+			t.Errorf("listener.name.sasl_ssl.sasl.enabled.mechanisms = %q", c.MaybeValue())
+		}
+		jaas, ok := got["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
+		if !ok || jaas.Value != nil || !jaas.Sensitive {
+			t.Errorf("the PLAIN JAAS config is shown as %+v (present %v), want sensitive without a value", jaas, ok)
+		}
+	})
+
 	t.Run("SCRAM over TLS", func(t *testing.T) {
 		roundTrip(ctx, t, saslSSL, "sec-scram", "g-scram", 50, tlsOpt(nil), scram256("admin", "admin-secret"))
 	})

@@ -67,6 +67,10 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request)
 				value := bc.value
 				c.Name, c.Value, c.ReadOnly, c.Source = bc.name, &value, true, kmsg.ConfigSourceStaticBrokerConfig
 				c.ConfigType = bc.kind
+				if bc.kind == kmsg.ConfigTypePassword {
+					// As Kafka: a secret's value is never told.
+					c.Value, c.IsSensitive = nil, true
+				}
 				if r.IncludeDocumentation {
 					doc := bc.doc
 					c.Documentation = &doc
@@ -142,8 +146,10 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	out := []brokerConfig{
 		{"node.id", i64(int64(c.NodeID)), integer, "The id of this broker."},
-		{"listeners", strings.Join(c.Listeners, ","), str, "The addresses the broker listens on (PLAINTEXT only)."},
-		{"advertised.listeners", strings.Join(c.AdvertisedListeners, ","), str, "The addresses the broker gives clients in Metadata."},
+		{"listeners", strings.Join(c.Listeners, ","), str, "The named listeners the broker listens on (NAME://host:port)."},
+		{"advertised.listeners", strings.Join(c.AdvertisedListeners, ","), str, "The addresses the broker gives the clients of each listener in Metadata."},
+		{"listener.security.protocol.map", protocolMap(b.lc.protocols), str, "Each listener's security protocol."},
+		{"inter.broker.listener.name", b.lc.interBroker, str, "The listener brokers connect to each other on."},
 		{"broker.rack", c.Rack, str, "The rack of this broker, used to spread a topic's replicas over racks."},
 		{"log.dirs", c.DataDir, str, "The directory of the partition logs and of the embedded etcd's data (exactly one)."},
 		{"metadata.etcd.endpoints", strings.Join(c.MetadataEndpoints, ","), str, "Client URLs of an external etcd holding the cluster's metadata; empty: an embedded etcd member."},
@@ -205,8 +211,25 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 		}
 		out = append(out, brokerConfig{v.def.broker, v.value, kind, doc})
 	}
+	// The TLS and SASL settings as set (docs/security.md); secrets hidden.
+	for _, k := range slices.Sorted(maps.Keys(c.Security)) {
+		kind := str
+		if shownValue(k, c.Security[k]) != c.Security[k] {
+			kind = kmsg.ConfigTypePassword
+		}
+		out = append(out, brokerConfig{k, c.Security[k], kind, "A TLS or SASL setting (docs/security.md)."})
+	}
 	slices.SortFunc(out, func(a, b brokerConfig) int { return strings.Compare(a.name, b.name) })
 	return out
+}
+
+// protocolMap formats listener.security.protocol.map as in effect.
+func protocolMap(m map[string]string) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, name+":"+m[name])
+	}
+	return strings.Join(parts, ",")
 }
 
 // connectionOverrides formats max.connections.per.ip.overrides as it is set.
