@@ -115,3 +115,46 @@ client.id=ignored
 		t.Errorf("sasl.mechanism=GSSAPI: %v, want an error naming sasl.mechanism", err)
 	}
 }
+
+// --command-config with security.protocol=SSL and a client keystore: the
+// CLI authenticates with its certificate to a listener that requires one.
+func TestE2ECommandConfigMutualTLS(t *testing.T) {
+	ca := testutil.NewCA(t, "cli CA")
+	dir := t.TempDir()
+	cert, key := ca.Issue(t, pkix.Name{CommonName: "broker"}, true)
+	keystore := testutil.WriteKeystore(t, dir, "broker.pem", cert, key)
+	truststore := ca.WriteCert(t, dir, "ca.pem")
+	b := samsatest.StartBroker(t, func(cfg *broker.Config) {
+		cfg.Listeners = []string{"SSL://127.0.0.1:0"}
+		for k, v := range map[string]string{
+			"ssl.keystore.location":   keystore,
+			"ssl.truststore.location": truststore,
+			"ssl.client.auth":         "required",
+		} {
+			if err := cfg.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	defer cancel()
+	c := &e2eCLI{t: t, ctx: ctx, addr: b.Addr}
+	ccert, ckey := ca.Issue(t, pkix.Name{CommonName: "operator"}, false)
+	clientKeystore := testutil.WriteKeystore(t, dir, "operator.pem", ccert, ckey)
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withCert := write("mtls.properties", "security.protocol=SSL\nssl.truststore.location="+truststore+
+		"\nssl.keystore.type=PEM\nssl.keystore.location="+clientKeystore+"\n")
+	noCert := write("tls.properties", "security.protocol=SSL\nssl.truststore.location="+truststore+"\n")
+
+	c.ok("Created topic m.\n", "topic", "create", "m", "--command-config", withCert)
+	c.ok("m\n", "topic", "list", "--command-config", withCert)
+	if _, _, err := c.run("", "topic", "list", "--timeout", "5s", "--command-config", noCert); err == nil {
+		t.Error("topic list without a client certificate succeeded against ssl.client.auth=required")
+	}
+}
