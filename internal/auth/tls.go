@@ -255,9 +255,16 @@ func (t *ServerTLS) load() (*tls.Config, error) {
 // certificate if a keystore is set. With EndpointIdentification "https"
 // (the default in Kafka) the server's certificate must name serverName;
 // with EndpointIdentification empty the chain is still verified but any
-// name is accepted. The key and chain are read once: a client picks up a
-// renewed certificate when it builds a new configuration.
+// name is accepted. A keystore file is looked at again, at most once a
+// second, when a server asks for the client's certificate, and reloaded if
+// it changed (the previous certificate stays if it does not load), so a
+// broker's renewed certificate reaches its inter-broker connections
+// without a restart; the truststore is read once.
 func ClientConfig(s TLSSettings, serverName string) (*tls.Config, error) {
+	return clientConfig(s, serverName, time.Now)
+}
+
+func clientConfig(s TLSSettings, serverName string, now func() time.Time) (*tls.Config, error) {
 	minV, maxV, err := parseProtocols(s.EnabledProtocols)
 	if err != nil {
 		return nil, err
@@ -281,11 +288,17 @@ func ClientConfig(s TLSSettings, serverName string) (*tls.Config, error) {
 		CipherSuites: suites,
 	}
 	if hasKeystore(s) {
+		stamp := stampFile(s.KeystoreLocation)
 		cert, err := loadKeystore(s)
 		if err != nil {
 			return nil, err
 		}
-		c.Certificates = []tls.Certificate{cert}
+		if s.KeystoreLocation == "" {
+			c.Certificates = []tls.Certificate{cert}
+		} else {
+			k := &clientKeystore{settings: s, now: now, cur: cert, seen: stamp, lastCheck: now()}
+			c.GetClientCertificate = k.get
+		}
 	}
 	switch {
 	case strings.EqualFold(s.EndpointIdentification, "https"):
@@ -301,6 +314,42 @@ func ClientConfig(s TLSSettings, serverName string) (*tls.Config, error) {
 		return nil, fmt.Errorf("%w: ssl.endpoint.identification.algorithm %q: want https or empty", ErrTLSSettings, s.EndpointIdentification)
 	}
 	return c, nil
+}
+
+// clientKeystore is a client's certificate from a keystore file, reloaded
+// when the file changes.
+type clientKeystore struct {
+	settings TLSSettings
+	now      func() time.Time
+
+	mu sync.Mutex
+	// cur is the certificate in use; lastCheck when the file was last
+	// looked at, seen the file as it was then.
+	cur       tls.Certificate
+	lastCheck time.Time
+	seen      fileStamp
+}
+
+// get is the GetClientCertificate hook. It sends the certificate only if
+// the server can accept it, as Go does with Certificates.
+func (k *clientKeystore) get(cri *tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	k.mu.Lock()
+	now := k.now()
+	if d := now.Sub(k.lastCheck); d < 0 || d >= reloadCheckInterval {
+		k.lastCheck = now
+		if stamp := stampFile(k.settings.KeystoreLocation); !stamp.same(k.seen) {
+			k.seen = stamp
+			if cert, err := loadKeystore(k.settings); err == nil {
+				k.cur = cert
+			}
+		}
+	}
+	cert := k.cur
+	k.mu.Unlock()
+	if cri.SupportsCertificate(&cert) != nil {
+		return &tls.Certificate{}, nil
+	}
+	return &cert, nil
 }
 
 // verifyServerChain verifies a server's chain (leaf first) up to roots (the

@@ -313,8 +313,10 @@ func TestClientAuth(t *testing.T) {
 			srv := mustServer(t, TLSSettings{KeystoreLocation: p.keystore, TruststoreLocation: p.truststore, ClientAuth: tt.clientAuth})
 			client := mustClient(t, TLSSettings{KeystoreLocation: tt.keystore, TruststoreLocation: p.truststore}, "localhost")
 			if tt.force {
-				cert := client.Certificates[0]
-				client.Certificates = nil
+				cert, err := loadKeystore(TLSSettings{KeystoreLocation: tt.keystore})
+				if err != nil {
+					t.Fatal(err)
+				}
 				client.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
 			}
 			r := handshake(t, srv.Config(), client)
@@ -703,5 +705,45 @@ func TestSettingsErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A client keystore file that changes is reloaded for later handshakes
+// (at most once a second), so a broker's renewed certificate reaches its
+// inter-broker connections without a restart; one that does not load
+// keeps the previous certificate.
+func TestClientKeystoreReload(t *testing.T) {
+	p := newPKI(t)
+	srv := mustServer(t, TLSSettings{KeystoreLocation: p.keystore, TruststoreLocation: p.truststore, ClientAuth: "required"})
+	ks := p.clientKeystore(t, "client.pem", pkix.Name{CommonName: "first"})
+	clock := newFakeClock()
+	client, err := clientConfig(TLSSettings{KeystoreLocation: ks, TruststoreLocation: p.truststore}, "localhost", clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCN := func() string {
+		t.Helper()
+		r := handshake(t, srv.Config(), client)
+		if !r.ok() || len(r.server.PeerCertificates) == 0 {
+			t.Fatalf("handshake: server %v, client %v", r.serverErr, r.clientErr)
+		}
+		return r.server.PeerCertificates[0].Subject.CommonName
+	}
+	if cn := clientCN(); cn != "first" {
+		t.Fatalf("client certificate %q, want first", cn)
+	}
+	certPEM, keyPEM := p.ca.Issue(t, pkix.Name{CommonName: "renewed"}, false)
+	rewrite(t, ks, append(append([]byte(nil), keyPEM...), certPEM...))
+	if cn := clientCN(); cn != "first" {
+		t.Errorf("the file was looked at again within a second: %q", cn)
+	}
+	clock.Advance(time.Second)
+	if cn := clientCN(); cn != "renewed" {
+		t.Fatalf("after the keystore changed, the client sent %q, want renewed", cn)
+	}
+	rewrite(t, ks, []byte("half a file"))
+	clock.Advance(time.Second)
+	if cn := clientCN(); cn != "renewed" {
+		t.Fatalf("after a bad keystore, the client sent %q, want the previous renewed", cn)
 	}
 }
