@@ -102,9 +102,12 @@ func TestMetadataTLSConfigErrors(t *testing.T) {
 		if err != nil || tc == nil {
 			t.Fatalf("got %v, %v; want a TLS configuration", tc, err)
 		}
-		if len(tc.Certificates) != 1 || tc.RootCAs == nil || tc.ServerName != "" || tc.InsecureSkipVerify {
-			t.Fatalf("client certificates %d, roots %v, server name %q, skip verify %v; want the keystore's, the truststore, none (per endpoint), false",
-				len(tc.Certificates), tc.RootCAs != nil, tc.ServerName, tc.InsecureSkipVerify)
+		// The keystore file's certificate comes from GetClientCertificate
+		// (reloaded when the file changes).
+		hasCert := len(tc.Certificates) == 1 || tc.GetClientCertificate != nil
+		if !hasCert || tc.RootCAs == nil || tc.ServerName != "" || tc.InsecureSkipVerify {
+			t.Fatalf("client certificate %v, roots %v, server name %q, skip verify %v; want the keystore's, the truststore, none (per endpoint), false",
+				hasCert, tc.RootCAs != nil, tc.ServerName, tc.InsecureSkipVerify)
 		}
 		cfg.MetadataEndpoints = nil
 		if tc, err := cfg.metadataTLS(); err == nil || tc != nil {
