@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -24,25 +25,10 @@ import (
 // credentials that take effect at the next login, and a command without
 // credentials fails rather than hangs.
 func TestE2ECommandConfigAndScramUsers(t *testing.T) {
-	ca := testutil.NewCA(t, "cli CA")
-	dir := t.TempDir()
-	cert, key := ca.Issue(t, pkix.Name{CommonName: "broker"}, true)
-	keystore := testutil.WriteKeystore(t, dir, "broker.pem", cert, key)
-	truststore := ca.WriteCert(t, dir, "ca.pem")
-	b := samsatest.StartBroker(t, func(cfg *broker.Config) {
-		cfg.Listeners = []string{"SASL_SSL://127.0.0.1:0"}
-		for k, v := range map[string]string{
-			"ssl.keystore.location":                                 keystore,
-			"ssl.truststore.location":                               truststore,
-			"sasl.enabled.mechanisms":                               "SCRAM-SHA-256,SCRAM-SHA-512",
-			"listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";`,
-		} {
-			if err := cfg.Set(k, v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cfg.InitialScram = []broker.InitialScram{{Mechanism: "SCRAM-SHA-256", User: "admin", Password: "admin-secret", Iterations: 4096}}
-	})
+	_, dir, truststore, b := startTLSBroker(t, "SASL_SSL", map[string]string{
+		"sasl.enabled.mechanisms":                               "SCRAM-SHA-256,SCRAM-SHA-512",
+		"listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";`,
+	}, broker.InitialScram{Mechanism: "SCRAM-SHA-256", User: "admin", Password: "admin-secret", Iterations: 4096})
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	c := &e2eCLI{t: t, ctx: ctx, addr: b.Addr}
@@ -119,23 +105,7 @@ client.id=ignored
 // --command-config with security.protocol=SSL and a client keystore: the
 // CLI authenticates with its certificate to a listener that requires one.
 func TestE2ECommandConfigMutualTLS(t *testing.T) {
-	ca := testutil.NewCA(t, "cli CA")
-	dir := t.TempDir()
-	cert, key := ca.Issue(t, pkix.Name{CommonName: "broker"}, true)
-	keystore := testutil.WriteKeystore(t, dir, "broker.pem", cert, key)
-	truststore := ca.WriteCert(t, dir, "ca.pem")
-	b := samsatest.StartBroker(t, func(cfg *broker.Config) {
-		cfg.Listeners = []string{"SSL://127.0.0.1:0"}
-		for k, v := range map[string]string{
-			"ssl.keystore.location":   keystore,
-			"ssl.truststore.location": truststore,
-			"ssl.client.auth":         "required",
-		} {
-			if err := cfg.Set(k, v); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	ca, dir, truststore, b := startTLSBroker(t, "SSL", map[string]string{"ssl.client.auth": "required"})
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	defer cancel()
 	c := &e2eCLI{t: t, ctx: ctx, addr: b.Addr}
@@ -157,4 +127,29 @@ func TestE2ECommandConfigMutualTLS(t *testing.T) {
 	if _, _, err := c.run("", "topic", "list", "--timeout", "5s", "--command-config", noCert); err == nil {
 		t.Error("topic list without a client certificate succeeded against ssl.client.auth=required")
 	}
+}
+
+// startTLSBroker starts a broker whose only listener is of protocol proto
+// (SSL or SASL_SSL) with a certificate of a new CA, the given settings and
+// SCRAM users; it returns the CA, a directory for files, the truststore
+// (the CA, PEM) and the broker.
+func startTLSBroker(t *testing.T, proto string, settings map[string]string, users ...broker.InitialScram) (*testutil.CA, string, string, *samsatest.Broker) {
+	t.Helper()
+	ca := testutil.NewCA(t, "cli CA")
+	dir := t.TempDir()
+	cert, key := ca.Issue(t, pkix.Name{CommonName: "broker"}, true)
+	keystore := testutil.WriteKeystore(t, dir, "broker.pem", cert, key)
+	truststore := ca.WriteCert(t, dir, "ca.pem")
+	b := samsatest.StartBroker(t, func(cfg *broker.Config) {
+		cfg.Listeners = []string{proto + "://127.0.0.1:0"}
+		all := map[string]string{"ssl.keystore.location": keystore, "ssl.truststore.location": truststore}
+		maps.Copy(all, settings)
+		for k, v := range all {
+			if err := cfg.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg.InitialScram = users
+	})
+	return ca, dir, truststore, b
 }
