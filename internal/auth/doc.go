@@ -1,7 +1,9 @@
-// Package auth authenticates Kafka clients: SASL mechanisms as server-side
-// state machines over bytes, with the configuration that feeds them. It knows
-// no partitions, no connections and no Kafka request types; the broker moves
-// the bytes of SaslHandshake/SaslAuthenticate in and out of a Session.
+// Package auth authenticates Kafka clients, with SASL mechanisms as
+// server-side state machines over bytes and the configuration that feeds
+// them, and answers authorization questions from ACLs. It knows no
+// partitions, no connections and no Kafka request types; the broker moves
+// the bytes of SaslHandshake/SaslAuthenticate in and out of a Session and
+// asks ACLs about each request's resources.
 //
 // # SASL
 //
@@ -80,4 +82,24 @@
 // replaceAll semantics, Java-only regular expression syntax refused). A
 // client whose subject no rule matches is refused, as Kafka refuses it
 // (NoMatchingRule). A client without a certificate is User:ANONYMOUS.
+//
+// # ACL authorization
+//
+// ACLs is an immutable index of a cluster's ACLs that answers Kafka's
+// authorization questions (docs/security.md, "Authorization"):
+//
+//   - Authorize: may principal, connected from host, perform op on the
+//     resource of type typ named name? A super user may do anything. Else
+//     the ACLs whose pattern covers the resource count: its LITERAL name,
+//     the LITERAL wildcard "*", and every PREFIXED pattern that is a prefix
+//     of the name. If none exists, the answer is allow.everyone.if.no.acl.found
+//     (AllowIfNoACL). Else a matching DENY (principal equal or User:*, host
+//     equal or *, operation equal or ALL) refuses, and otherwise a matching
+//     ALLOW permits, where ALLOW of READ, WRITE, DELETE or ALTER implies
+//     DESCRIBE, and ALLOW of ALTER_CONFIGS implies DESCRIBE_CONFIGS, as in
+//     Kafka. Nothing matching refuses.
+//   - AuthorizeAny (KIP-679's authorizeByResourceType): may the principal
+//     perform op on at least one resource of the type? Used where Kafka
+//     uses it: an idempotent producer needs IDEMPOTENT_WRITE on the cluster
+//     or WRITE on some topic.
 package auth

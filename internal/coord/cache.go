@@ -34,6 +34,12 @@ type Snapshot struct {
 	// ControllerEpoch is its epoch (the controller key's create revision).
 	ControllerID    int32
 	ControllerEpoch int64
+	// ACLs holds every ACL of the cluster by its key (ACLKey).
+	// ACLRevision changes whenever ACLs does (it is the revision of the
+	// last change, or of the read that built the snapshot), so a reader
+	// can rebuild what it derives from ACLs only then.
+	ACLs        map[string]meta.ACL
+	ACLRevision int64
 }
 
 // Partition returns the stored state of one partition, if any.
@@ -50,6 +56,7 @@ func emptySnapshot() *Snapshot {
 		Brokers:      map[int32]VersionedBroker{},
 		Topics:       map[string]VersionedTopic{},
 		Partitions:   map[string][]VersionedPartition{},
+		ACLs:         map[string]meta.ACL{},
 		ControllerID: -1,
 	}
 }
@@ -233,6 +240,7 @@ func (c *Cache) read(ctx context.Context) (*Snapshot, error) {
 	}
 	s := b.snapshot()
 	s.Revision = resp.Header.Revision
+	s.ACLRevision = resp.Header.Revision
 	return s, nil
 }
 
@@ -372,8 +380,8 @@ type builder struct {
 	log  *slog.Logger
 	s    *Snapshot
 	// owned marks what has been copied from the base already.
-	ownBrokers, ownTopics, ownPartitions bool
-	ownSlice                             map[string]bool
+	ownBrokers, ownTopics, ownPartitions, ownACLs bool
+	ownSlice                                      map[string]bool
 }
 
 func newBuilder(k keyspace, log *slog.Logger, base *Snapshot) *builder {
@@ -397,6 +405,17 @@ func (b *builder) topics() map[string]VersionedTopic {
 		b.ownTopics = true
 	}
 	return b.s.Topics
+}
+
+// acls returns a private copy of the ACL map, stored in the new
+// snapshot, and marks the ACLs changed as of rev.
+func (b *builder) acls(rev int64) map[string]meta.ACL {
+	if !b.ownACLs {
+		b.s.ACLs = cloneMap(b.s.ACLs)
+		b.ownACLs = true
+	}
+	b.s.ACLRevision = max(b.s.ACLRevision, rev)
+	return b.s.ACLs
 }
 
 // partitions returns a private copy of topic's partition slice, stored in
@@ -454,6 +473,14 @@ func (b *builder) put(kv *mvccpb.KeyValue) {
 			return
 		}
 		b.topics()[pk.topic] = vt
+	case kindACL:
+		var a meta.ACL
+		if err := meta.Decode(kv.Value, &a); err != nil || meta.ValidateACL(a) != nil {
+			b.log.Error("coord: skipping undecodable or invalid ACL", "key", string(kv.Key), "err", err)
+			b.del(kv)
+			return
+		}
+		b.acls(kv.ModRevision)[pk.acl] = a
 	case kindPartition:
 		vp, err := decodePartition(kv)
 		if err != nil {
@@ -485,6 +512,10 @@ func (b *builder) del(kv *mvccpb.KeyValue) {
 	case kindTopic:
 		if _, ok := b.s.Topics[pk.topic]; ok {
 			delete(b.topics(), pk.topic)
+		}
+	case kindACL:
+		if _, ok := b.s.ACLs[pk.acl]; ok {
+			delete(b.acls(kv.ModRevision), pk.acl)
 		}
 	case kindPartition:
 		if int(pk.partition) >= len(b.s.Partitions[pk.topic]) {

@@ -16,6 +16,7 @@ const (
 	dirPartitions  = "partitions/"
 	dirHeartbeats  = "heartbeats/"
 	dirScram       = "scram/"
+	dirACLs        = "acls/"
 	// keyScramFakeKey holds the cluster's secret for unknown users' fake
 	// SCRAM salts (ScramFakeKey).
 	keyScramFakeKey = "scram-fake-key"
@@ -57,6 +58,7 @@ const (
 	kindPartition
 	kindController
 	kindHeartbeat
+	kindACL
 )
 
 // parsedKey is a key of the cluster prefix taken apart.
@@ -65,6 +67,7 @@ type parsedKey struct {
 	broker    int32
 	topic     string
 	partition int32
+	acl       string // the ACL's key below acls/
 }
 
 // parse classifies an absolute key. Keys it does not know (producer-ids,
@@ -91,6 +94,12 @@ func (k keyspace) parse(key string) parsedKey {
 			return parsedKey{}
 		}
 		return parsedKey{kind: kindHeartbeat, broker: int32(id)}
+	case strings.HasPrefix(rel, dirACLs):
+		id := rel[len(dirACLs):]
+		if id == "" || strings.Contains(id, "/") {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindACL, acl: id}
 	case strings.HasPrefix(rel, dirTopics):
 		name := rel[len(dirTopics):]
 		if validName(name) != nil {

@@ -1,0 +1,274 @@
+package auth
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/meta"
+)
+
+// WildcardPrincipal is the ACL principal that matches every user.
+const WildcardPrincipal = "User:*"
+
+// WildcardResource is the LITERAL resource name that matches every
+// resource of its type.
+const WildcardResource = "*"
+
+// ACLs is an authorization index; build one with NewACLs. It is not
+// modified after it is built and is safe for concurrent use.
+type ACLs struct {
+	super        map[string]bool
+	allowIfNoACL bool
+	byType       map[kmsg.ACLResourceType]*typeACLs
+}
+
+// typeACLs holds the ACLs of one resource type by pattern.
+type typeACLs struct {
+	literal  map[string][]meta.ACL // by name, including "*"
+	prefixed map[string][]meta.ACL // by prefix
+	// maxPrefix is the length of the longest prefix.
+	maxPrefix int
+}
+
+// NewACLs indexes acls. superUsers are principals ("User:admin") that
+// every operation is allowed to; allowIfNoACL is
+// allow.everyone.if.no.acl.found.
+func NewACLs(acls []meta.ACL, superUsers []string, allowIfNoACL bool) *ACLs {
+	x := &ACLs{super: map[string]bool{}, allowIfNoACL: allowIfNoACL, byType: map[kmsg.ACLResourceType]*typeACLs{}}
+	for _, u := range superUsers {
+		x.super[u] = true
+	}
+	for _, a := range acls {
+		t := x.byType[a.ResourceType]
+		if t == nil {
+			t = &typeACLs{literal: map[string][]meta.ACL{}, prefixed: map[string][]meta.ACL{}}
+			x.byType[a.ResourceType] = t
+		}
+		switch a.PatternType {
+		case kmsg.ACLResourcePatternTypeLiteral:
+			t.literal[a.ResourceName] = append(t.literal[a.ResourceName], a)
+		case kmsg.ACLResourcePatternTypePrefixed:
+			t.prefixed[a.ResourceName] = append(t.prefixed[a.ResourceName], a)
+			t.maxPrefix = max(t.maxPrefix, len(a.ResourceName))
+		}
+	}
+	return x
+}
+
+// IsSuperUser reports whether principal is in super.users.
+func (x *ACLs) IsSuperUser(principal string) bool { return x.super[principal] }
+
+// matching calls f with every ACL whose pattern covers the resource,
+// until f returns false.
+func (t *typeACLs) matching(name string, f func(meta.ACL) bool) {
+	for _, a := range t.literal[name] {
+		if !f(a) {
+			return
+		}
+	}
+	if name != WildcardResource {
+		for _, a := range t.literal[WildcardResource] {
+			if !f(a) {
+				return
+			}
+		}
+	}
+	for n := min(len(name), t.maxPrefix); n > 0; n-- {
+		for _, a := range t.prefixed[name[:n]] {
+			if !f(a) {
+				return
+			}
+		}
+	}
+}
+
+func principalMatches(a meta.ACL, principal string) bool {
+	return a.Principal == principal || a.Principal == WildcardPrincipal
+}
+
+func hostMatches(a meta.ACL, host string) bool { return a.Host == host || a.Host == "*" }
+
+// allowImplies reports whether an ALLOW of granted permits op.
+func allowImplies(granted, op kmsg.ACLOperation) bool {
+	if granted == op || granted == kmsg.ACLOperationAll {
+		return true
+	}
+	switch op {
+	case kmsg.ACLOperationDescribe:
+		switch granted {
+		case kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDelete, kmsg.ACLOperationAlter:
+			return true
+		}
+	case kmsg.ACLOperationDescribeConfigs:
+		return granted == kmsg.ACLOperationAlterConfigs
+	}
+	return false
+}
+
+// Authorize reports whether principal, connected from host (an IP
+// address), may perform op on the resource typ/name.
+func (x *ACLs) Authorize(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+	if x.super[principal] {
+		return true
+	}
+	t := x.byType[typ]
+	if t == nil {
+		return x.allowIfNoACL
+	}
+	matched, denied, allowed := false, false, false
+	t.matching(name, func(a meta.ACL) bool {
+		matched = true
+		if !principalMatches(a, principal) || !hostMatches(a, host) {
+			return true
+		}
+		switch a.Permission {
+		case kmsg.ACLPermissionTypeDeny:
+			if a.Operation == op || a.Operation == kmsg.ACLOperationAll {
+				denied = true
+				return false
+			}
+		case kmsg.ACLPermissionTypeAllow:
+			if allowImplies(a.Operation, op) {
+				allowed = true
+			}
+		}
+		return true
+	})
+	switch {
+	case denied:
+		return false
+	case allowed:
+		return true
+	default:
+		return !matched && x.allowIfNoACL
+	}
+}
+
+// AuthorizeAny reports whether principal, from host, may perform op on
+// at least one resource of type typ: some ALLOW covers the operation and
+// no DENY covers all that this ALLOW covers (a DENY of the same LITERAL
+// name, of the LITERAL "*", or of a PREFIXED pattern that is a prefix of
+// the ALLOW's pattern). Without any ACL of the type, it is AllowIfNoACL.
+func (x *ACLs) AuthorizeAny(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType) bool {
+	if x.super[principal] {
+		return true
+	}
+	t := x.byType[typ]
+	if t == nil {
+		return x.allowIfNoACL
+	}
+	denies := func(a meta.ACL) bool {
+		return a.Permission == kmsg.ACLPermissionTypeDeny && principalMatches(a, principal) && hostMatches(a, host) &&
+			(a.Operation == op || a.Operation == kmsg.ACLOperationAll)
+	}
+	// covered reports whether a DENY applies to every resource that the
+	// pattern (name, prefixed) covers.
+	covered := func(name string, prefixed bool) bool {
+		for _, a := range t.literal[WildcardResource] {
+			if denies(a) {
+				return true
+			}
+		}
+		if !prefixed {
+			for _, a := range t.literal[name] {
+				if denies(a) {
+					return true
+				}
+			}
+		}
+		for n := min(len(name), t.maxPrefix); n > 0; n-- {
+			for _, a := range t.prefixed[name[:n]] {
+				if denies(a) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	grants := func(a meta.ACL) bool {
+		return a.Permission == kmsg.ACLPermissionTypeAllow && principalMatches(a, principal) && hostMatches(a, host) &&
+			allowImplies(a.Operation, op)
+	}
+	for name, as := range t.literal {
+		for _, a := range as {
+			if grants(a) && !covered(name, false) {
+				return true
+			}
+		}
+	}
+	for name, as := range t.prefixed {
+		for _, a := range as {
+			if grants(a) && !covered(name, true) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ACLFilter selects ACLs, as DescribeAcls and DeleteAcls do: a nil
+// string and the ANY values match everything; PatternType MATCH with a
+// name selects the ACLs that would apply to that resource (its LITERAL
+// name, the LITERAL "*" and the PREFIXED prefixes of the name).
+type ACLFilter struct {
+	ResourceType kmsg.ACLResourceType
+	ResourceName *string
+	PatternType  kmsg.ACLResourcePatternType
+	Principal    *string
+	Host         *string
+	Operation    kmsg.ACLOperation
+	Permission   kmsg.ACLPermissionType
+}
+
+// ValidateACLFilter refuses a filter with an UNKNOWN value (a client's
+// enum that samsa does not know, or 0).
+func ValidateACLFilter(f ACLFilter) error {
+	switch {
+	case f.ResourceType == kmsg.ACLResourceTypeUnknown || f.ResourceType > kmsg.ACLResourceTypeUser:
+		return fmt.Errorf("unknown resource type %d", int8(f.ResourceType))
+	case f.PatternType == kmsg.ACLResourcePatternTypeUnknown || f.PatternType > kmsg.ACLResourcePatternTypePrefixed:
+		return fmt.Errorf("unknown pattern type %d", int8(f.PatternType))
+	case f.Operation == kmsg.ACLOperationUnknown || f.Operation > kmsg.ACLOperationIdempotentWrite:
+		return fmt.Errorf("unknown operation %d", int8(f.Operation))
+	case f.Permission == kmsg.ACLPermissionTypeUnknown || f.Permission > kmsg.ACLPermissionTypeAllow:
+		return fmt.Errorf("unknown permission type %d", int8(f.Permission))
+	}
+	return nil
+}
+
+// Matches reports whether f selects a.
+func (f ACLFilter) Matches(a meta.ACL) bool {
+	if f.ResourceType != kmsg.ACLResourceTypeAny && f.ResourceType != a.ResourceType {
+		return false
+	}
+	switch f.PatternType {
+	case kmsg.ACLResourcePatternTypeAny:
+		if f.ResourceName != nil && *f.ResourceName != a.ResourceName {
+			return false
+		}
+	case kmsg.ACLResourcePatternTypeMatch:
+		if f.ResourceName != nil {
+			name := *f.ResourceName
+			switch a.PatternType {
+			case kmsg.ACLResourcePatternTypeLiteral:
+				if a.ResourceName != name && a.ResourceName != WildcardResource {
+					return false
+				}
+			case kmsg.ACLResourcePatternTypePrefixed:
+				if !strings.HasPrefix(name, a.ResourceName) {
+					return false
+				}
+			}
+		}
+	default:
+		if f.PatternType != a.PatternType || (f.ResourceName != nil && *f.ResourceName != a.ResourceName) {
+			return false
+		}
+	}
+	return (f.Principal == nil || *f.Principal == a.Principal) &&
+		(f.Host == nil || *f.Host == a.Host) &&
+		(f.Operation == kmsg.ACLOperationAny || f.Operation == a.Operation) &&
+		(f.Permission == kmsg.ACLPermissionTypeAny || f.Permission == a.Permission)
+}
