@@ -51,8 +51,8 @@ func TestAuthorize(t *testing.T) {
 		{x, "User:alice", "1.2.3.4", kmsg.ACLOperationRead, topic, "orders2", false},
 		{x, "User:bob", "10.0.0.1", kmsg.ACLOperationWrite, topic, "orders", true},
 		{x, "User:bob", "10.0.0.2", kmsg.ACLOperationWrite, topic, "orders", false}, // host
-		{x, "User:carol", "h", kmsg.ACLOperationWrite, topic, "pay-in", true},        // prefixed ALL
-		{x, "User:carol", "h", kmsg.ACLOperationRead, topic, "pay-secret", false},    // deny wins
+		{x, "User:carol", "h", kmsg.ACLOperationWrite, topic, "pay-in", true},       // prefixed ALL
+		{x, "User:carol", "h", kmsg.ACLOperationRead, topic, "pay-secret", false},   // deny wins
 		{x, "User:carol", "h", kmsg.ACLOperationWrite, topic, "pay-secret", true},
 		{x, "User:carol", "h", kmsg.ACLOperationRead, topic, "pay", false}, // shorter than the prefix
 		{x, "User:carol", "h", kmsg.ACLOperationRead, topic, "logs", false},

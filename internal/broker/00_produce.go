@@ -15,7 +15,9 @@ package broker
 //     if it shrinks below that before the batch is committed.
 // The wait is bounded by the request's TimeoutMillis (REQUEST_TIMED_OUT).
 // A duplicate from an idempotent producer is answered with the offsets the
-// original batch got. Each partition fails or succeeds on its own.
+// original batch got. Each partition fails or succeeds on its own. With
+// an authorizer, a topic the principal may not WRITE gets
+// TOPIC_AUTHORIZATION_FAILED on each partition, whether or not it exists.
 
 import (
 	"context"
@@ -58,7 +60,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 	var pending []appended
 	failed := false
 	s := b.view()
+	az := b.authz(req)
 	for _, t := range r.Topics {
+		writable := az.topic(kmsg.ACLOperationWrite, t.Topic)
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
@@ -69,6 +73,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			code := reqErr
 			var lp *localPartition
+			if code == 0 && !writable {
+				code = kerr.TopicAuthorizationFailed.Code
+			}
 			if code == 0 {
 				code = errorCode(guardOffsetsTopic(t.Topic, "produce to"))
 			}

@@ -1,6 +1,7 @@
 package broker
 
-// Fetch (key 1), versions 4–12 (flexible from v12).
+// Fetch (key 1), versions 4–12 (flexible from v12). Authorization:
+// fetchAuthz.
 //
 // Consumers read whole batches below the high watermark (read_committed and
 // read_uncommitted alike: there are no transactions yet, so the last stable
@@ -67,6 +68,32 @@ import (
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
+// fetchAuthz is what a fetch may read: a consumer the topics it may READ;
+// a follower (ReplicaID >= 0) everything or nothing, as it has
+// CLUSTER_ACTION on the cluster and came in on the inter-broker listener
+// or not. Kafka answers a refused follower TOPIC_AUTHORIZATION_FAILED on
+// every partition, and so does samsa; the listener check goes beyond
+// Kafka and holds without an authorizer too, so that no client listener
+// can pose as a follower and move a high watermark (CVE-2018-1288).
+type fetchAuthz struct {
+	az      authz
+	replica bool // a follower's fetch may proceed
+}
+
+func (b *Broker) fetchAuthz(req *protocol.Request) fetchAuthz {
+	fa := fetchAuthz{az: b.authz(req)}
+	fa.replica = fa.az.cluster(kmsg.ACLOperationClusterAction) &&
+		(req.Conn == nil || req.Conn.Listener == "" || req.Conn.Listener == b.lc.interBroker)
+	return fa
+}
+
+func (fa fetchAuthz) allowed(r *kmsg.FetchRequest, topic string) bool {
+	if r.ReplicaID >= 0 {
+		return fa.replica
+	}
+	return fa.az.topic(kmsg.ACLOperationRead, topic)
+}
+
 func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.FetchRequest)
 	if r.Version >= 7 && r.SessionEpoch != 0 && r.SessionEpoch != -1 {
@@ -76,7 +103,8 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return reply(resp)
 	}
-	resp, n, done, parts := b.fetchOnce(r)
+	fa := b.fetchAuthz(req)
+	resp, n, done, parts := b.fetchOnce(r, fa)
 	// MinBytes beyond what the fetch may return could never be met: the
 	// fetch returns once it has all it may return.
 	minBytes := min(int(r.MinBytes), b.fetchMaxBytes(r))
@@ -113,7 +141,7 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		if ctx.Err() != nil {
 			return r.ResponseKind() // not written: the connection is closing
 		}
-		if resp, n, done, _ := b.fetchOnce(r); done || n >= minBytes {
+		if resp, n, done, _ := b.fetchOnce(r, fa); done || n >= minBytes {
 			return resp
 		}
 		timer := time.NewTimer(time.Until(deadline))
@@ -124,10 +152,10 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 				// Not written: the connection is closing.
 				return r.ResponseKind()
 			case <-timer.C:
-				resp, _, _, _ := b.fetchOnce(r)
+				resp, _, _, _ := b.fetchOnce(r, fa)
 				return resp
 			case <-w.C:
-				if resp, n, done, _ := b.fetchOnce(r); done || n >= minBytes {
+				if resp, n, done, _ := b.fetchOnce(r, fa); done || n >= minBytes {
 					return resp
 				}
 			}
@@ -149,7 +177,7 @@ func (b *Broker) ParkedFetches() int64 { return b.parkedFetches.Load() }
 // ranges of the segment files (klog.Records), sent from there by the
 // connection's writer (sendfile) and never held in memory: unlike other
 // responses, a fetch takes nothing from the memory budget for them.
-func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*protocol.RawResponse, int, bool, []*localPartition) {
+func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawResponse, int, bool, []*localPartition) {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	recs := make(fetchRecords, len(r.Topics))
 	total := 0
@@ -168,6 +196,11 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest) (*protocol.RawResponse, int, bo
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			if !fa.allowed(r, t.Topic) {
+				// Not hasError: the fetch may still wait for the others.
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			lp, code := b.localLeader(s, t.Topic, p.Partition)
 			if code == 0 {
 				code = errorCode(lp.CheckLeaderEpoch(p.CurrentLeaderEpoch))

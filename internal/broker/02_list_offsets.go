@@ -12,11 +12,14 @@ package broker
 // OFFSET_NOT_AVAILABLE (retriable) for everything but -2 until it has
 // committed an entry of its own epoch: before that its high watermark may
 // lag the previous leader's, and clients must never see it go back.
+// With an authorizer, a topic the principal may not DESCRIBE gets
+// TOPIC_AUTHORIZATION_FAILED on each partition.
 
 import (
 	"context"
 	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	klog "github.com/samsa-io/samsa/internal/log"
@@ -28,13 +31,20 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 	r := req.Body.(*kmsg.ListOffsetsRequest)
 	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
 	s := b.view()
+	az := b.authz(req)
 	for _, t := range r.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		describable := az.topic(kmsg.ACLOperationDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			if !describable {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			lp, code := b.localLeader(s, t.Topic, p.Partition)
 			rp.ErrorCode = code
 			if code == 0 {

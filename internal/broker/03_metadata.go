@@ -12,6 +12,14 @@ package broker
 // Kafka, the response then names them with LEADER_NOT_AVAILABLE and no
 // partitions, and a later request describes them. Everything is answered
 // from the broker's view (Broker.view): a topic is absent or complete.
+//
+// With an authorizer, as Kafka: a request for all topics lists only those
+// the principal may DESCRIBE; a topic named (or looked up by id) without
+// DESCRIBE gets TOPIC_AUTHORIZATION_FAILED and nothing else (by id: no
+// name); an unknown topic is auto-created only with CREATE on the cluster
+// or the topic, else TOPIC_AUTHORIZATION_FAILED. The authorized operations
+// bit fields (v8+, KIP-430) are filled when asked for: without an
+// authorizer, every operation the resource type supports.
 
 import (
 	"context"
@@ -44,11 +52,15 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 		}
 		return reply(resp)
 	}
+	az := b.authz(req)
 	var names []string
 	unknownIDs := []meta.TopicID{}
+	byIDOnly := map[string]bool{} // names the request gave only an id of
 	if all {
 		for name := range s.Topics {
-			names = append(names, name)
+			if az.topic(kmsg.ACLOperationDescribe, name) {
+				names = append(names, name)
+			}
 		}
 		slices.Sort(names)
 	} else {
@@ -68,12 +80,14 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 					seen[*t.Topic] = true
 					names = append(names, *t.Topic)
 				}
+				delete(byIDOnly, *t.Topic)
 			case t.TopicID != [16]byte{}:
 				id := meta.TopicID(t.TopicID)
 				if name, ok := byID[id]; ok {
 					if !seen[name] {
 						seen[name] = true
 						names = append(names, name)
+						byIDOnly[name] = true
 					}
 				} else if !seenIDs[id] {
 					seenIDs[id] = true
@@ -88,10 +102,21 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 	// answered LEADER_NOT_AVAILABLE without partitions; the client asks
 	// again and finds it once this broker serves it.
 	creating := map[string]bool{}
+	denied := map[string]bool{}
+	for _, name := range names {
+		if !all && !az.topic(kmsg.ACLOperationDescribe, name) {
+			denied[name] = true
+		}
+	}
 	if !all && autoCreate {
 		newest := b.cache.Snapshot()
+		mayCreateAny := az.cluster(kmsg.ACLOperationCreate)
 		for _, name := range names {
-			if _, ok := s.Topics[name]; ok || validTopicName(name) != nil {
+			if _, ok := s.Topics[name]; ok || denied[name] || validTopicName(name) != nil {
+				continue
+			}
+			if !mayCreateAny && !az.topic(kmsg.ACLOperationCreate, name) {
+				denied[name] = true
 				continue
 			}
 			// A topic this broker does not serve yet is being created.
@@ -123,6 +148,12 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 	clusterID := s.ClusterID
 	resp.ClusterID = &clusterID
 	resp.ControllerID = controllerID(s)
+	if r.Version >= 8 && r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = 0 // as Kafka, without DESCRIBE on the cluster
+		if az.cluster(kmsg.ACLOperationDescribe) {
+			resp.AuthorizedOperations = az.authorizedOps(kmsg.ACLResourceTypeCluster, meta.ClusterResourceName, clusterOps)
+		}
+	}
 
 	for _, name := range names {
 		name := name
@@ -130,6 +161,13 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 		rt.Topic = &name
 		vt, ok := s.Topics[name]
 		switch {
+		case denied[name]:
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			if byIDOnly[name] {
+				rt.Topic, rt.TopicID = nil, s.Topics[name].Topic.ID
+			}
+			resp.Topics = append(resp.Topics, rt)
+			continue
 		case creating[name]:
 			rt.ErrorCode = kerr.LeaderNotAvailable.Code
 			resp.Topics = append(resp.Topics, rt)
@@ -145,6 +183,9 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 		rt.TopicID = vt.Topic.ID
 		rt.IsInternal = name == "__consumer_offsets"
 		rt.Partitions = partitionMetadata(s, vt)
+		if r.Version >= 8 && r.IncludeTopicAuthorizedOperations {
+			rt.AuthorizedOperations = az.authorizedOps(kmsg.ACLResourceTypeTopic, name, topicOps)
+		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	for _, id := range unknownIDs {

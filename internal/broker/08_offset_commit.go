@@ -8,7 +8,9 @@ package broker
 // (KafkaApis.handleOffsetCommitRequest), partitions the metadata does not
 // have are answered UNKNOWN_TOPIC_OR_PARTITION before the group is
 // consulted, and the group is not consulted at all if no partition is
-// left.
+// left. Before that, with an authorizer: every partition gets
+// GROUP_AUTHORIZATION_FAILED without READ on the group, and those of a
+// topic without READ on it TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -25,23 +27,36 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, req *protocol.Request) 
 	known := *r
 	known.Topics = nil
 	resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+	az := b.authz(req)
+	groupOK := az.group(kmsg.ACLOperationRead, r.Group)
 	for _, t := range r.Topics {
 		kt := t
 		kt.Partitions = nil
-		var unknown *kmsg.OffsetCommitResponseTopic
+		var refused *kmsg.OffsetCommitResponseTopic
+		topicCode := int16(0)
+		switch {
+		case !groupOK:
+			topicCode = kerr.GroupAuthorizationFailed.Code
+		case !az.topic(kmsg.ACLOperationRead, t.Topic):
+			topicCode = kerr.TopicAuthorizationFailed.Code
+		}
 		for _, p := range t.Partitions {
-			if knownPartition(s, t.Topic, p.Partition) {
+			code := topicCode
+			if code == 0 && !knownPartition(s, t.Topic, p.Partition) {
+				code = kerr.UnknownTopicOrPartition.Code
+			}
+			if code == 0 {
 				kt.Partitions = append(kt.Partitions, p)
 				continue
 			}
-			if unknown == nil {
+			if refused == nil {
 				resp.Topics = append(resp.Topics, kmsg.NewOffsetCommitResponseTopic())
-				unknown = &resp.Topics[len(resp.Topics)-1]
-				unknown.Topic = t.Topic
+				refused = &resp.Topics[len(resp.Topics)-1]
+				refused.Topic = t.Topic
 			}
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, kerr.UnknownTopicOrPartition.Code
-			unknown.Partitions = append(unknown.Partitions, rp)
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			refused.Partitions = append(refused.Partitions, rp)
 		}
 		if len(kt.Partitions) > 0 {
 			known.Topics = append(known.Topics, kt)

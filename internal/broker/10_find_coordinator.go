@@ -7,7 +7,9 @@ package broker
 // COORDINATOR_NOT_AVAILABLE. As in Kafka (KafkaApis.getCoordinator), the
 // key is not checked (the empty group id is a group, of partition 0), and
 // a key type other than group and transaction is INVALID_REQUEST (share
-// keys need v6).
+// keys need v6). With an authorizer, a key needs DESCRIBE on its group
+// (GROUP_AUTHORIZATION_FAILED) or transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), checked first.
 
 import (
 	"context"
@@ -45,7 +47,13 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, req *protocol.Reques
 func (b *Broker) findCoordinator(ctx context.Context, req *protocol.Request, keyType int8, key string) (int32, string, int32, int16) {
 	switch keyType {
 	case 0:
+		if !b.authz(req).group(kmsg.ACLOperationDescribe, key) {
+			return -1, "", -1, kerr.GroupAuthorizationFailed.Code
+		}
 	case 1:
+		if !b.authz(req).transactionalID(kmsg.ACLOperationDescribe, key) {
+			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed.Code
+		}
 		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
 	default:
 		return -1, "", -1, kerr.InvalidRequest.Code

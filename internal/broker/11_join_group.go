@@ -6,11 +6,14 @@ package broker
 // reason (logged nowhere yet); v9 lets a returning static leader skip the
 // assignment (KIP-814). The join takes effect as it arrives; the response
 // waits for the rebalance (internal/group).
+// With an authorizer it needs READ on the group (else
+// GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/protocol"
@@ -27,6 +30,11 @@ func (b *Broker) handleJoinGroup(ctx context.Context, req *protocol.Request) pro
 		if h, _, err := net.SplitHostPort(req.Conn.Remote.String()); err == nil {
 			host = "/" + h
 		}
+	}
+	if !b.authz(req).group(kmsg.ACLOperationRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return reply(resp)
 	}
 	wait := b.groups.StartJoin(r, clientID, host)
 	return protocol.Response{Later: func() kmsg.Response { return wait(ctx) }}

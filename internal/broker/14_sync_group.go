@@ -4,6 +4,8 @@ package broker
 // protocol type and name). A follower's response waits for the leader's
 // assignment, which is written to __consumer_offsets first. The request
 // takes effect as it arrives; only the answer waits.
+// With an authorizer it needs READ on the group (else
+// GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -21,6 +23,11 @@ func (b *Broker) handleSyncGroup(ctx context.Context, req *protocol.Request) pro
 		// refuses their absence before anything else.
 		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+		return reply(resp)
+	}
+	if !b.authz(req).group(kmsg.ACLOperationRead, r.Group) {
+		resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return reply(resp)
 	}
 	wait := b.groups.StartSync(r)

@@ -13,7 +13,10 @@ package broker
 // id. ValidateOnly checks everything and writes nothing. The topic and the
 // initial state of each partition are written to etcd in one transaction;
 // the response waits until every broker serves the new topics (served.go),
-// in Later with the connection muted, as a long poll.
+// in Later with the connection muted, as a long poll. With an
+// authorizer, a topic needs CREATE on the cluster or on itself (else
+// TOPIC_AUTHORIZATION_FAILED), and its configs are returned only with
+// DESCRIBE_CONFIGS on it (else ConfigErrorCode TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -30,12 +33,13 @@ func (b *Broker) handleCreateTopics(ctx context.Context, req *protocol.Request) 
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
 	return protocol.Response{Mute: true, Later: func() kmsg.Response {
 		defer cancel()
-		return b.createTopics(ctx, r)
+		return b.createTopics(ctx, b.authz(req), r)
 	}}
 }
 
-func (b *Broker) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+func (b *Broker) createTopics(ctx context.Context, az authz, r *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
+	mayCreateAny := az.cluster(kmsg.ACLOperationCreate)
 
 	seen := countNames(r.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic })
 	var created []servedTopic
@@ -45,6 +49,11 @@ func (b *Broker) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 		rt.Topic = t.Topic
 		if seen[t.Topic] > 1 {
 			setCreateTopicError(&rt, kerr.InvalidRequest.Code, "topic listed more than once in the request")
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		if !mayCreateAny && !az.topic(kmsg.ACLOperationCreate, t.Topic) {
+			setCreateTopicError(&rt, kerr.TopicAuthorizationFailed.Code, "CreateTopics needs CREATE on the cluster or the topic")
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}
@@ -88,11 +97,15 @@ func (b *Broker) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 		rt.TopicID = topic.ID
 		rt.NumPartitions = int32(len(topic.Partitions))
 		rt.ReplicationFactor = int16(len(topic.Partitions[0]))
-		for _, v := range effectiveTopicConfigs(topic.Configs, b.cfg.TopicDefaults) {
-			c := kmsg.NewCreateTopicsResponseTopicConfig()
-			value := v.value
-			c.Name, c.Value, c.Source = v.def.name, &value, int8(v.source)
-			rt.Configs = append(rt.Configs, c)
+		if az.topic(kmsg.ACLOperationDescribeConfigs, t.Topic) {
+			for _, v := range effectiveTopicConfigs(topic.Configs, b.cfg.TopicDefaults) {
+				c := kmsg.NewCreateTopicsResponseTopicConfig()
+				value := v.value
+				c.Name, c.Value, c.Source = v.def.name, &value, int8(v.source)
+				rt.Configs = append(rt.Configs, c)
+			}
+		} else {
+			rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
 		}
 		if !r.ValidateOnly {
 			created = append(created, servedTopic{name: topic.Name, id: topic.ID, partitions: len(topic.Partitions)})

@@ -5,7 +5,11 @@ package broker
 // transaction, conditioned on the incarnation named (by id, or the one the
 // name had when read); every broker then closes and deletes its replicas'
 // logs. The response waits until no broker serves the deleted topics
-// (served.go), in Later with the connection muted, as a long poll.
+// (served.go), in Later with the connection muted, as a long poll. With
+// an authorizer, as Kafka: a name needs DELETE on the topic (else
+// TOPIC_AUTHORIZATION_FAILED, whether it exists or not); an id of a topic
+// the principal may not DESCRIBE is UNKNOWN_TOPIC_ID, of one it may
+// describe but not delete TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -24,11 +28,11 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, req *protocol.Request) 
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
 	return protocol.Response{Mute: true, Later: func() kmsg.Response {
 		defer cancel()
-		return b.deleteTopics(ctx, r)
+		return b.deleteTopics(ctx, b.authz(req), r)
 	}}
 }
 
-func (b *Broker) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+func (b *Broker) deleteTopics(ctx context.Context, az authz, r *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
 	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	type target struct {
 		name *string
@@ -95,6 +99,11 @@ func (b *Broker) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) 
 		name := ""
 		if t.name != nil {
 			name = *t.name
+			if !az.topic(kmsg.ACLOperationDelete, name) {
+				rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
 			// Names are looked up without validating them: an invalid
 			// one is a topic that does not exist.
 			if validTopicName(name) != nil {
@@ -109,8 +118,16 @@ func (b *Broker) deleteTopics(ctx context.Context, r *kmsg.DeleteTopicsRequest) 
 					rt.Topic = &n
 				}
 			}
+			if name != "" && !az.topic(kmsg.ACLOperationDescribe, name) {
+				name, rt.Topic = "", nil // not to be told it exists
+			}
 			if name == "" {
 				rt.ErrorCode = kerr.UnknownTopicID.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
+			}
+			if !az.topic(kmsg.ACLOperationDelete, name) {
+				rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}

@@ -9,7 +9,9 @@ package broker
 // a clean sequence space just as an epoch bump would. Transactional ids are
 // not supported yet: they are answered with
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a non-retriable error, rather than
-// left to hang.
+// left to hang. With an authorizer, an idempotent producer needs
+// IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679), else
+// CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -37,6 +39,10 @@ func (b *Broker) handleInitProducerID(ctx context.Context, req *protocol.Request
 		return reply(resp)
 	case r.TransactionalID != nil:
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return reply(resp)
+	}
+	if az := b.authz(req); !az.cluster(kmsg.ACLOperationIdempotentWrite) && !az.anyOf(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return reply(resp)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

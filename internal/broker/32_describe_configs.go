@@ -8,7 +8,10 @@ package broker
 // DEFAULT_CONFIG otherwise); synonyms (v1+) list the chain; v3+ adds the
 // type and, on request, documentation. Brokers (type 4): every setting of
 // this broker (docs/config.md), read-only (they are static), with its type
-// and, on request, documentation. ConfigNames filters the result.
+// and, on request, documentation. ConfigNames filters the result. With an
+// authorizer, first: a topic needs DESCRIBE_CONFIGS on it (else
+// TOPIC_AUTHORIZATION_FAILED), a broker DESCRIBE_CONFIGS on the cluster
+// (else CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -28,10 +31,16 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request)
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	s := b.view()
+	az := b.authz(req)
 	for _, res := range r.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		wanted := func(name string) bool { return res.ConfigNames == nil || slices.Contains(res.ConfigNames, name) }
+		if code := configsAuthorization(az, kmsg.ACLOperationDescribeConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			rr.ErrorCode = code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		switch res.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			// Kafka's ConfigHelper.describeConfigs validates the name
@@ -239,4 +248,23 @@ func connectionOverrides(m map[string]int) string {
 		parts = append(parts, host+":"+strconv.Itoa(m[host]))
 	}
 	return strings.Join(parts, ",")
+}
+
+// configsAuthorization is the error code of a config resource that the
+// principal may not op (DESCRIBE_CONFIGS or ALTER_CONFIGS), as Kafka
+// answers it: a topic is checked against its topic ACLs, a broker or
+// broker logger against the cluster's; 0 if allowed or of another type
+// (which fails later as an invalid request).
+func configsAuthorization(az authz, op kmsg.ACLOperation, typ kmsg.ConfigResourceType, name string) int16 {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !az.topic(op, name) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		if !az.cluster(op) {
+			return kerr.ClusterAuthorizationFailed.Code
+		}
+	}
+	return 0
 }

@@ -13,7 +13,9 @@ package broker
 // name this broker, or be "" (the cluster-wide default), and then fails as
 // with key 44: broker configs are static in samsa (server.properties).
 // BROKER_LOGGER, which the legacy API never supported, and the other
-// types are INVALID_REQUEST.
+// types are INVALID_REQUEST. With an authorizer, after the duplicate
+// check: a topic needs ALTER_CONFIGS on it (TOPIC_AUTHORIZATION_FAILED), a
+// broker ALTER_CONFIGS on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -36,6 +38,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, req *protocol.Request) 
 		typ  kmsg.ConfigResourceType
 		name string
 	}
+	az := b.authz(req)
 	seen := make(map[resourceID]int, len(r.Resources))
 	for _, res := range r.Resources {
 		seen[resourceID{res.ResourceType, res.ResourceName}]++
@@ -44,9 +47,13 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, req *protocol.Request) 
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		var err error
-		if seen[resourceID{res.ResourceType, res.ResourceName}] > 1 {
+		code := configsAuthorization(az, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName)
+		switch {
+		case seen[resourceID{res.ResourceType, res.ResourceName}] > 1:
 			err = fmt.Errorf("%w: each resource must appear at most once", errInvalidRequest)
-		} else {
+		case code != 0:
+			rr.ErrorCode = code
+		default:
 			err = b.alterConfigsResource(ctx, res, r.ValidateOnly)
 		}
 		if err != nil {

@@ -7,7 +7,9 @@ package broker
 // assignments and initial partition states are written in one transaction,
 // conditioned on the topic not having changed since it was read. The
 // response waits until every broker serves the new partitions (served.go),
-// in Later with the connection muted, as a long poll.
+// in Later with the connection muted, as a long poll. With an
+// authorizer, a topic needs ALTER on it (else TOPIC_AUTHORIZATION_FAILED,
+// whether it exists or not).
 
 import (
 	"context"
@@ -26,11 +28,11 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, req *protocol.Reque
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
 	return protocol.Response{Mute: true, Later: func() kmsg.Response {
 		defer cancel()
-		return b.addPartitions(ctx, r)
+		return b.addPartitions(ctx, b.authz(req), r)
 	}}
 }
 
-func (b *Broker) addPartitions(ctx context.Context, r *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
+func (b *Broker) addPartitions(ctx context.Context, az authz, r *kmsg.CreatePartitionsRequest) *kmsg.CreatePartitionsResponse {
 	resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
 
 	seen := countNames(r.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
@@ -43,6 +45,8 @@ func (b *Broker) addPartitions(ctx context.Context, r *kmsg.CreatePartitionsRequ
 		var st servedTopic
 		if seen[t.Topic] > 1 {
 			err = fmt.Errorf("%w: topic listed more than once", errInvalidRequest)
+		} else if !az.topic(kmsg.ACLOperationAlter, t.Topic) {
+			err = errTopicAuthorization
 		} else if validTopicName(t.Topic) != nil {
 			// Looked up without validation, as Kafka's
 			// ReplicationControlManager: a topic that does not exist.

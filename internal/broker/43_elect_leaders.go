@@ -12,7 +12,10 @@ package broker
 // leader for a partition without one, from the ISR if possible, else any
 // live replica (ELIGIBLE_LEADERS_NOT_AVAILABLE if none). A null topic list
 // means every partition. Elections are fenced writes of the controller, as
-// its own are.
+// its own are. With an authorizer, the request needs ALTER on the
+// cluster (else CLUSTER_AUTHORIZATION_FAILED, top level and on every
+// partition named); a forwarded request is checked again against the
+// forwarding broker's principal.
 
 import (
 	"context"
@@ -22,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -37,6 +41,22 @@ func (b *Broker) handleElectLeaders(ctx context.Context, req *protocol.Request) 
 	r := req.Body.(*kmsg.ElectLeadersRequest)
 	ctx, cancel := requestContext(ctx, r.TimeoutMillis)
 	forwarded := req.ClientID != nil && *req.ClientID == forwardClientID
+	if !b.authz(req).cluster(kmsg.ACLOperationAlter) {
+		cancel()
+		resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		for _, t := range r.Topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return reply(resp)
+	}
 	return protocol.Response{Mute: true, Later: func() kmsg.Response {
 		defer cancel()
 		return b.electLeaders(ctx, r, forwarded)

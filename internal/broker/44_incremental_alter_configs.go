@@ -7,7 +7,10 @@ package broker
 // samsa has none, so they are INVALID_CONFIG. Values are validated before
 // anything is written; the change is a compare-and-swap of the topic in
 // etcd, and every replica picks it up from there. Broker configs are static
-// (server.properties): altering them is INVALID_REQUEST.
+// (server.properties): altering them is INVALID_REQUEST. With an
+// authorizer, first: a topic needs ALTER_CONFIGS on it
+// (TOPIC_AUTHORIZATION_FAILED), a broker ALTER_CONFIGS on the cluster
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -24,12 +27,18 @@ import (
 func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	az := b.authz(req)
 	ctx, cancel := requestContext(ctx, 30000)
 	defer cancel()
 	for _, res := range r.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		var err error
+		if code := configsAuthorization(az, kmsg.ACLOperationAlterConfigs, res.ResourceType, res.ResourceName); code != 0 {
+			rr.ErrorCode = code
+			resp.Resources = append(resp.Resources, rr)
+			continue
+		}
 		switch res.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			err = b.alterTopicConfigs(ctx, res, r.ValidateOnly)

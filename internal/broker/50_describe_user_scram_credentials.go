@@ -15,10 +15,17 @@ import (
 // keys. Users null or empty: every user with a credential. A named user
 // without any gets RESOURCE_NOT_FOUND, a user named twice
 // DUPLICATE_RESOURCE, as Kafka answers. The credentials are in etcd
-// (internal/coord, scram/).
+// (internal/coord, scram/). With an authorizer, it needs DESCRIBE on the
+// cluster (else CLUSTER_AUTHORIZATION_FAILED).
 func (b *Broker) handleDescribeUserScramCredentials(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !b.authz(req).cluster(kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		msg := "DescribeUserScramCredentials needs DESCRIBE on the cluster"
+		resp.ErrorMessage = &msg
+		return reply(resp)
+	}
 	return protocol.Response{Later: func() kmsg.Response {
 		users, err := b.client.ScramUsers(ctx)
 		if err != nil {

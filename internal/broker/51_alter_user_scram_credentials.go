@@ -21,10 +21,30 @@ import (
 // UNSUPPORTED_SASL_MECHANISM, iterations outside 4096..16384, an empty
 // name, salt or salted password UNACCEPTABLE_CREDENTIAL, a deletion of a
 // credential that does not exist RESOURCE_NOT_FOUND; the other users'
-// changes are made.
+// changes are made. With an authorizer, it needs ALTER on the cluster
+// (else CLUSTER_AUTHORIZATION_FAILED for every user, nothing changed).
 func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := r.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if !b.authz(req).cluster(kmsg.ACLOperationAlter) {
+		seen := map[string]bool{}
+		msg := "AlterUserScramCredentials needs ALTER on the cluster"
+		add := func(user string) {
+			if !seen[user] {
+				seen[user] = true
+				res := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+				res.User, res.ErrorCode, res.ErrorMessage = user, kerr.ClusterAuthorizationFailed.Code, &msg
+				resp.Results = append(resp.Results, res)
+			}
+		}
+		for _, d := range r.Deletions {
+			add(d.Name)
+		}
+		for _, u := range r.Upsertions {
+			add(u.Name)
+		}
+		return reply(resp)
+	}
 	return protocol.Response{Later: func() kmsg.Response {
 		type change struct {
 			user, mechanism string

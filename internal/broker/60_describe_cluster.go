@@ -1,7 +1,9 @@
 package broker
 
 // DescribeCluster (key 60), versions 0–1 (flexible). v1 adds EndpointType;
-// samsa has only broker endpoints (1).
+// samsa has only broker endpoints (1). As in Kafka, the cluster is
+// described to every principal; the authorized operations (when asked
+// for) are those the ACLs allow, 0 without DESCRIBE on the cluster.
 
 import (
 	"context"
@@ -9,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
 )
 
@@ -20,6 +23,13 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *protocol.Request)
 		msg := "samsa has only broker endpoints"
 		resp.ErrorMessage = &msg
 		return reply(resp)
+	}
+	if r.IncludeClusterAuthorizedOperations {
+		// As Kafka: 0 without DESCRIBE on the cluster.
+		resp.ClusterAuthorizedOperations = 0
+		if az := b.authz(req); az.cluster(kmsg.ACLOperationDescribe) {
+			resp.ClusterAuthorizedOperations = az.authorizedOps(kmsg.ACLResourceTypeCluster, meta.ClusterResourceName, clusterOps)
+		}
 	}
 	s := b.view()
 	resp.ClusterID = s.ClusterID

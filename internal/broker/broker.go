@@ -72,6 +72,8 @@ type Broker struct {
 	// groups coordinates the consumer groups of the __consumer_offsets
 	// partitions led here.
 	groups *group.Coordinator
+	// aclIndex is the authorization index of the current ACLs (acl.go).
+	aclIndex aclIndex
 	// parkedFetches counts long-poll fetches waiting for data.
 	parkedFetches atomic.Int64
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,15 @@ type Config struct {
 	// metadata.etcd.ssl.endpoint.identification.algorithm set to "": etcd's
 	// certificate is verified without checking that it names the host.
 	MetadataTLSSkipHostnameCheck bool
+	// Authorizer is authorizer.class.name: empty for none (every
+	// principal may do anything), else ACL authorization (acl.go). Kafka's
+	// class names select it: StandardAuthorizer and AclAuthorizer.
+	Authorizer string
+	// SuperUsers is super.users: principals ("User:admin") allowed
+	// everything.
+	SuperUsers []string
+	// AllowEveryoneIfNoACL is allow.everyone.if.no.acl.found.
+	AllowEveryoneIfNoACL bool
 	// ClusterName selects the etcd key prefix /samsa/<ClusterName>/.
 	ClusterName string
 	// SessionTimeout is broker.session.timeout.ms: the TTL of the broker's
@@ -279,6 +289,29 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"))
 		}
 		c.SecurityInterBrokerProtocol = value
+	case "authorizer.class.name":
+		if value != "" && !slices.Contains(authorizerClasses, value) {
+			return bad(fmt.Errorf("samsa's ACL authorizer answers to %s; other classes cannot be loaded", strings.Join(authorizerClasses, " or ")))
+		}
+		c.Authorizer = value
+	case "super.users":
+		var users []string
+		for _, u := range strings.Split(value, ";") {
+			if u = strings.TrimSpace(u); u == "" {
+				continue
+			}
+			if typ, name, ok := strings.Cut(u, ":"); !ok || typ == "" || name == "" {
+				return bad(fmt.Errorf("principal %q: want Type:name, as in User:admin, separated by ';'", u))
+			}
+			users = append(users, u)
+		}
+		c.SuperUsers = users
+	case "allow.everyone.if.no.acl.found":
+		v, err := strconv.ParseBool(value)
+		if err != nil {
+			return bad(fmt.Errorf("want true or false"))
+		}
+		c.AllowEveryoneIfNoACL = v
 	case "broker.rack":
 		c.Rack = value
 	case "log.dirs", "log.dir":

@@ -48,6 +48,8 @@ func errorCode(err error) int16 {
 		return kerr.InvalidProducerEpoch.Code
 	case errors.Is(err, klog.ErrCorruptBatch):
 		return kerr.CorruptMessage.Code
+	case errors.Is(err, errTopicAuthorization):
+		return kerr.TopicAuthorizationFailed.Code
 	case errors.Is(err, coord.ErrTopicExists):
 		return kerr.TopicAlreadyExists.Code
 	case errors.Is(err, coord.ErrTopicNotFound):

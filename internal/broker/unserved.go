@@ -10,12 +10,11 @@ package broker
 // a key the broker did not advertise at version 0 and reported "unexpected
 // EOF". The response mirrors the request's items as Kafka's would: a
 // DeleteRecords response lists each requested partition with the error, a
-// CreateAcls response has one result per creation, a
+// DescribeTransactions response has one state per transactional id, a
 // ConsumerGroupDescribe response one group per id. The code is the one
 // Kafka itself answers with when a broker lacks the feature where there is
-// one (SECURITY_DISABLED for the ACL requests without an authorizer,
-// AclApis; DELEGATION_TOKEN_REQUEST_NOT_ALLOWED for the token
-// requests on a PLAINTEXT listener), UNSUPPORTED_VERSION otherwise, as
+// one (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED for the token requests on a
+// PLAINTEXT listener), UNSUPPORTED_VERSION otherwise, as
 // Kafka answers the APIs it has switched off (telemetry without a metrics
 // plugin, share groups, KIP-848 groups when disabled). Where the response
 // has an error message it names the samsa issue that will add the API.
@@ -78,9 +77,8 @@ type unservedAPI struct {
 }
 
 var (
-	unsupported  = kerr.UnsupportedVersion.Code
-	noAuthorizer = kerr.SecurityDisabled.Code
-	noTokens     = kerr.DelegationTokenRequestNotAllowed.Code
+	unsupported = kerr.UnsupportedVersion.Code
+	noTokens    = kerr.DelegationTokenRequestNotAllowed.Code
 )
 
 // fromField is an unservedAPI.from for one response field filled from
@@ -91,7 +89,6 @@ func fromField(response string, request ...string) map[string][]string {
 
 // Issues that will add APIs (see docs/compatibility.md).
 const (
-	issueSecurity     = 12
 	issueTransactions = 13
 	issueOperations   = 14
 )
@@ -99,11 +96,6 @@ const (
 // unserved lists, by key, the APIs Kafka 4.x brokers serve to clients and
 // samsa does not. A key must not be both here and in apis.
 var unserved = map[int16]unservedAPI{
-	// Security (issue 12).
-	29: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity},                                          // DescribeAcls
-	30: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity, from: fromField("Results", "Creations")}, // CreateAcls
-	31: {kafkaMin: 1, kafkaMax: 3, code: noAuthorizer, issue: issueSecurity, from: fromField("Results", "Filters")},   // DeleteAcls
-
 	// Delegation tokens: no issue plans them (issue 12 leaves them out).
 	38: {kafkaMin: 1, kafkaMax: 3, code: noTokens}, // CreateDelegationToken
 	39: {kafkaMin: 1, kafkaMax: 2, code: noTokens}, // RenewDelegationToken
@@ -190,9 +182,6 @@ func handleUnserved(req *protocol.Request) protocol.Response {
 // unservedMessage is the error message of an unserved API's responses.
 func unservedMessage(key int16, u unservedAPI) string {
 	msg := fmt.Sprintf("samsa does not serve %s", kmsg.NameForKey(key))
-	if u.code == noAuthorizer {
-		msg = "No Authorizer is configured on the broker: " + msg
-	}
 	if u.issue != 0 {
 		return fmt.Sprintf("%s yet (samsa issue %d)", msg, u.issue)
 	}

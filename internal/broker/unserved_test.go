@@ -79,11 +79,11 @@ func TestUnservedMirrors(t *testing.T) {
 			{Topic: "a", Partitions: []kmsg.DeleteRecordsResponseTopicPartition{{Partition: 0, ErrorCode: 35}, {Partition: 3, ErrorCode: 35}}},
 		}},
 	}, {
-		name: "CreateACLs", version: 0,
-		req: &kmsg.CreateACLsRequest{Creations: make([]kmsg.CreateACLsRequestCreation, 2)},
-		want: &kmsg.CreateACLsResponse{Results: []kmsg.CreateACLsResponseResult{
-			{ErrorCode: 54, ErrorMessage: str("No Authorizer is configured on the broker: samsa does not serve CreateACLs yet (samsa issue 12)")},
-			{ErrorCode: 54, ErrorMessage: str("No Authorizer is configured on the broker: samsa does not serve CreateACLs yet (samsa issue 12)")},
+		name: "DescribeTransactions", version: 0,
+		req: &kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{"a", "b"}},
+		want: &kmsg.DescribeTransactionsResponse{TransactionStates: []kmsg.DescribeTransactionsResponseTransactionState{
+			{TransactionalID: "a", ErrorCode: 35, ProducerID: 0},
+			{TransactionalID: "b", ErrorCode: 35},
 		}},
 	}, {
 		name: "AlterReplicaLogDirs flattens the dirs", version: 1,
