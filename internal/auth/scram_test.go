@@ -663,3 +663,18 @@ func TestNewScramCredential(t *testing.T) {
 		t.Errorf("credential salt changed with the caller's slice: %q", c.Salt)
 	}
 }
+
+// AlterUserScramCredentials takes any non-empty salted password, as Kafka
+// does (kafka-go's tests send 18 bytes); empty ones are refused.
+func TestScramCredentialFromSaltedLengths(t *testing.T) {
+	salt := []byte("0123456789abcdef")
+	if _, err := ScramCredentialFromSalted(MechanismScramSHA256, salt, []byte("my-salted-password"), 4096); err != nil {
+		t.Errorf("18-byte salted password: %v", err)
+	}
+	if _, err := ScramCredentialFromSalted(MechanismScramSHA512, salt, nil, 4096); err == nil {
+		t.Error("empty salted password accepted")
+	}
+	if _, err := ScramCredentialFromSalted(MechanismScramSHA512, nil, []byte("x"), 4096); err == nil {
+		t.Error("empty salt accepted")
+	}
+}
