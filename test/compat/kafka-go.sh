@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs segmentio/kafka-go's own test suite (its root package, as its CI runs
 # it with KAFKA_VERSION=3.7.0) against one samsa broker on localhost:9092,
-# the address the suite expects, and prints a per-test summary. The kafka-go
+# the address the suite expects, with ACL authorization on and
+# allow.everyone.if.no.acl.found as in the suite's docker-compose files,
+# and prints a per-test summary. The kafka-go
 # version is the one samsa's go.mod requires. Results and the reason for
 # every failure are in docs/compatibility.md.
 #
@@ -22,6 +24,8 @@ go build -o "$work/samsa" ./cmd/samsa
 	--override metadata.etcd.client.url=http://127.0.0.1:0 \
 	--override metadata.etcd.peer.url=http://127.0.0.1:0 \
 	--override auto.create.topics.enable=true --override num.partitions=1 \
+	--override authorizer.class.name=kafka.security.authorizer.AclAuthorizer \
+	--override allow.everyone.if.no.acl.found=true \
 	>"$work/broker.log" 2>&1 &
 pids+=($!)
 compat_wait_port 9092 "${pids[-1]}" "$work/broker.log"
