@@ -60,6 +60,9 @@ import (
 //     depends on the machine);
 //   - SAMSA_CAMPAIGN_FAULTS: the fault mix, comma-separated FaultKinds
 //     (default all);
+//   - SAMSA_CAMPAIGN_SECURITY=0: run without security; by default the
+//     brokers talk SASL SCRAM to each other and to the workloads, whose
+//     user goes through ACL authorization (WithSecurity).
 //   - SAMSA_CAMPAIGN_ALLOW_UNHEALED=1: a cluster that does not heal is
 //     logged instead of failing the run (to look at safety alone).
 func TestDockerCampaign(t *testing.T) {
@@ -116,11 +119,16 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 		compacted = "campaign-compacted"
 	)
 	began := time.Now()
-	c := Start(t, 3, WithOverrides(CampaignOverrides...))
+	opts := []Option{WithOverrides(CampaignOverrides...)}
+	secure := os.Getenv("SAMSA_CAMPAIGN_SECURITY") != "0"
+	if secure {
+		opts = append(opts, WithSecurity())
+	}
+	c := Start(t, 3, opts...)
 	c.CreateTopic(topic, partitions, 3, rf3)
 	c.CreateTopic(compacted, 1, 3, CompactedTopicConfig)
-	t.Logf("3 brokers up (%v), topic %s (%d partitions, RF 3, min.insync.replicas 2) and compacted topic %s ready in %v",
-		CampaignOverrides, topic, partitions, compacted, time.Since(began).Round(time.Millisecond))
+	t.Logf("3 brokers up (%v, secured: %v), topic %s (%d partitions, RF 3, min.insync.replicas 2) and compacted topic %s ready in %v",
+		CampaignOverrides, secure, topic, partitions, compacted, time.Since(began).Round(time.Millisecond))
 
 	h := NewHistory()
 	nm := NewNemesis(c, h, rand.New(rand.NewPCG(seed, seed^0x5a3a5a3a)), topic, partitions, faults)

@@ -38,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	samsatest "github.com/samsa-io/samsa/test"
 )
@@ -77,6 +78,8 @@ type Cluster struct {
 	SessionTimeout time.Duration
 	// Nodes holds node id i at index i-1.
 	Nodes []*Node
+	// clientOpts are every client's credentials (WithSecurity).
+	clientOpts []kgo.Opt
 
 	mu      sync.Mutex
 	clients []*kgo.Client
@@ -119,6 +122,7 @@ func (n *Node) Addr() string { return n.IP + ":" + strconv.Itoa(KafkaPort) }
 type config struct {
 	sessionTimeout time.Duration
 	overrides      []string
+	secure         bool
 }
 
 // Option adjusts Start.
@@ -133,6 +137,20 @@ func WithSessionTimeout(d time.Duration) Option {
 func WithOverrides(kv ...string) Option {
 	return func(c *config) { c.overrides = append(c.overrides, kv...) }
 }
+
+// WithSecurity secures the cluster (docs/security.md): one SASL_PLAINTEXT
+// listener, SCRAM-SHA-512 for clients and between brokers (user "broker",
+// a super user), and ACL authorization. The test's clients (Client, the
+// readiness checks) log in as "app", which is no super user: it is
+// granted, through ACLs, everything on the cluster, on every topic and on
+// every group, so every request it sends goes through the authorizer.
+func WithSecurity() Option { return func(c *config) { c.secure = true } }
+
+// Credentials of a cluster started WithSecurity.
+const (
+	secureBroker, secureBrokerPassword = "broker", "broker-secret"
+	secureApp, secureAppPassword       = "app", "app-secret"
+)
 
 // Start starts an n-broker cluster (node ids 1..n) on a new private network
 // and returns once every broker sees all n registered and a controller.
@@ -161,6 +179,18 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		c.Nodes = append(c.Nodes, node)
 		peers = append(peers, fmt.Sprintf("samsa-%d=http://%s:%d", i, node.IP, etcdPeerPort))
 	}
+	listener := "PLAINTEXT"
+	if cfg.secure {
+		listener = "SASL_PLAINTEXT"
+		c.clientOpts = []kgo.Opt{kgo.SASL(scram.Auth{User: secureApp, Pass: secureAppPassword}.AsSha512Mechanism())}
+		cfg.overrides = append(cfg.overrides,
+			"sasl.enabled.mechanisms=SCRAM-SHA-512",
+			"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+			"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "+
+				fmt.Sprintf("username=%q password=%q;", secureBroker, secureBrokerPassword),
+			"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			"super.users=User:"+secureBroker)
+	}
 	for _, node := range c.Nodes {
 		args := []string{"run", "-d", "--name", node.Name,
 			"--hostname", fmt.Sprintf("samsa%d", node.ID),
@@ -169,8 +199,8 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 			image,
 			"server",
 			"--node-id", strconv.Itoa(int(node.ID)),
-			"--listeners", fmt.Sprintf("PLAINTEXT://0.0.0.0:%d", KafkaPort),
-			"--advertised-listeners", "PLAINTEXT://" + node.Addr(),
+			"--listeners", fmt.Sprintf("%s://0.0.0.0:%d", listener, KafkaPort),
+			"--advertised-listeners", listener + "://" + node.Addr(),
 			"--data-dir", "/data",
 			"--override", "metadata.etcd.client.url=http://127.0.0.1:2379",
 			"--override", fmt.Sprintf("metadata.etcd.peer.url=http://%s:%d", node.IP, etcdPeerPort),
@@ -179,6 +209,11 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		}
 		for _, kv := range cfg.overrides {
 			args = append(args, "--override", kv)
+		}
+		if cfg.secure {
+			args = append(args,
+				"--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", secureBroker, secureBrokerPassword),
+				"--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", secureApp, secureAppPassword))
 		}
 		if _, err := docker(args...); err != nil {
 			t.Fatalf("start broker %d: %v", node.ID, err)
@@ -194,7 +229,50 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 		}
 		return nil
 	})
+	if cfg.secure {
+		c.grantApp()
+	}
 	return c
+}
+
+// grantApp gives the app user, as the broker user (a super user), ALL on
+// the cluster, on every topic and on every group.
+func (c *Cluster) grantApp() {
+	c.t.Helper()
+	// Not Client: its options log in as the app, and franz-go uses the
+	// first of several SASL options.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.RetryTimeout(30*time.Second),
+		kgo.SASL(scram.Auth{User: secureBroker, Pass: secureBrokerPassword}.AsSha512Mechanism()))
+	if err != nil {
+		c.t.Fatalf("new client: %v", err)
+	}
+	defer cl.Close()
+	acls := kadm.NewACLs().Allow("User:" + secureApp).AllowHosts().Operations(kadm.OpAll).
+		Clusters().Topics("*").Groups("*").ResourcePatternType(kadm.ACLPatternLiteral)
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	res, err := kadm.NewClient(cl).CreateACLs(ctx, acls)
+	if err != nil {
+		c.t.Fatalf("grant %s its ACLs: %v", secureApp, err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			c.t.Fatalf("grant %s its ACLs: %v", secureApp, r.Err)
+		}
+	}
+	// Every broker's cache must have them before the workloads start.
+	c.WaitFor(30*time.Second, func() error {
+		for _, node := range c.Nodes {
+			resp, err := node.metadata("__acl-probe")
+			if err != nil {
+				return err
+			}
+			if code := resp.Topics[0].ErrorCode; code == kerr.TopicAuthorizationFailed.Code {
+				return fmt.Errorf("broker %d does not know the app's ACLs yet", node.ID)
+			}
+		}
+		return nil
+	})
 }
 
 // supervisorInterval is how often the supervisor looks for exited brokers.
@@ -365,7 +443,7 @@ func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
 		kgo.RetryTimeout(30 * time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
-	cl, err := kgo.NewClient(append(base, opts...)...)
+	cl, err := kgo.NewClient(append(append(base, c.clientOpts...), opts...)...)
 	if err != nil {
 		c.t.Fatalf("new client: %v", err)
 	}
@@ -483,8 +561,8 @@ func (n *Node) ready(want int) error {
 
 // metadata sends a Metadata request to this broker alone (no topics: none).
 func (n *Node) metadata(topics ...string) (*kmsg.MetadataResponse, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr()), kgo.DialTimeout(2*time.Second),
-		kgo.RequestTimeoutOverhead(2*time.Second), kgo.RequestRetries(0))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.Addr()), kgo.DialTimeout(2 * time.Second),
+		kgo.RequestTimeoutOverhead(2 * time.Second), kgo.RequestRetries(0)}, n.c.clientOpts...)...)
 	if err != nil {
 		return nil, err
 	}
