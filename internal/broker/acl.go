@@ -17,6 +17,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -37,10 +38,17 @@ var authorizerClasses = []string{
 	"kafka.security.authorizer.AclAuthorizer",
 }
 
-// aclIndex caches the authorization index built from one snapshot's ACLs.
+// aclIndex caches the authorization index built from one snapshot's ACLs:
+// requests read it without a lock; the first request to see a snapshot
+// whose ACLs changed rebuilds it, under mu so that only one does.
 type aclIndex struct {
-	mu       sync.Mutex
-	revision int64 // the snapshot's ACLRevision the index reflects
+	cur atomic.Pointer[builtACLs]
+	mu  sync.Mutex
+}
+
+// builtACLs is an index and the snapshot ACLRevision it reflects.
+type builtACLs struct {
+	revision int64
 	acls     *auth.ACLs
 }
 
@@ -52,17 +60,23 @@ func (b *Broker) acls() *auth.ACLs {
 	}
 	s := b.cache.Snapshot()
 	x := &b.aclIndex
+	// ACLRevision only grows: an index at least as new as the snapshot
+	// serves (a request that read an older snapshot gets newer ACLs).
+	if cur := x.cur.Load(); cur != nil && cur.revision >= s.ACLRevision {
+		return cur.acls
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.acls == nil || x.revision != s.ACLRevision {
-		list := make([]meta.ACL, 0, len(s.ACLs))
-		for _, a := range s.ACLs {
-			list = append(list, a)
-		}
-		x.acls = auth.NewACLs(list, b.cfg.SuperUsers, b.cfg.AllowEveryoneIfNoACL)
-		x.revision = s.ACLRevision
+	if cur := x.cur.Load(); cur != nil && cur.revision >= s.ACLRevision {
+		return cur.acls
 	}
-	return x.acls
+	list := make([]meta.ACL, 0, len(s.ACLs))
+	for _, a := range s.ACLs {
+		list = append(list, a)
+	}
+	built := &builtACLs{revision: s.ACLRevision, acls: auth.NewACLs(list, b.cfg.SuperUsers, b.cfg.AllowEveryoneIfNoACL)}
+	x.cur.Store(built)
+	return built.acls
 }
 
 // authz answers the authorization questions of one request.
