@@ -89,6 +89,9 @@ type aclRow struct {
 	// requests, which then must reveal nothing).
 	denied int16
 	run    func(ctx context.Context, t *testing.T, br *kgo.Broker, who string) aclOutcome
+	// settle, if set, returns nil once what admin's and alice's requests
+	// started in the background is done (before the next row's state).
+	settle func(ctx context.Context, admin *kgo.Client) error
 }
 
 func isAuthCode(c int16) bool {
@@ -147,8 +150,14 @@ func TestACLMatrix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The OffsetDelete groups keep a second offset, so that deleting the
+	// first leaves them non-empty: an empty group is removed in the
+	// background, which would change the state between two snapshots.
+	odOffsets := kadm.Offsets{}
+	odOffsets.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1})
+	odOffsets.Add(kadm.Offset{Topic: "cp-admin", Partition: 0, At: 0, LeaderEpoch: -1})
 	for _, w := range who4 {
-		if _, err := adm.CommitOffsets(ctx, "od-"+w, offsets); err != nil {
+		if _, err := adm.CommitOffsets(ctx, "od-"+w, odOffsets); err != nil {
 			t.Fatal(err)
 		}
 		victim := kadm.NewACLs().Topics("z").Allow("User:victim-" + w).Operations(kadm.OpRead)
@@ -160,12 +169,12 @@ func TestACLMatrix(t *testing.T) {
 	for _, row := range aclRows() {
 		t.Run(row.name, func(t *testing.T) {
 			for _, who := range []string{"bob", "anonymous"} {
-				before := aclClusterState(ctx, t, adm)
+				before := aclClusterState(ctx, t, admin)
 				got := row.run(ctx, t, brokers[who], who)
 				if got.code != row.denied || got.reveal != "" {
 					t.Errorf("%s: %v; want code %d (%v), nothing revealed", who, got, row.denied, kerr.ErrorForCode(row.denied))
 				}
-				if after := aclClusterState(ctx, t, adm); after != before {
+				if after := aclClusterState(ctx, t, admin); after != before {
 					t.Errorf("%s's refused request changed the cluster:\nbefore %s\nafter  %s", who, before, after)
 				}
 			}
@@ -178,6 +187,9 @@ func TestACLMatrix(t *testing.T) {
 				t.Errorf("alice with %v: %v; admin got %v", row.grants, got, want)
 			}
 			revokeAlice(ctx, t, adm)
+			if row.settle != nil {
+				WaitFor(t, 30*time.Second, func() error { return row.settle(ctx, admin) })
+			}
 		})
 	}
 }
@@ -230,16 +242,21 @@ func revokeAlice(ctx context.Context, t *testing.T, adm *kadm.Client) {
 }
 
 // aclClusterState summarises everything a refused request could change.
-func aclClusterState(ctx context.Context, t *testing.T, adm *kadm.Client) string {
+func aclClusterState(ctx context.Context, t *testing.T, admin *kgo.Client) string {
+	adm := kadm.NewClient(admin)
 	t.Helper()
 	var sb strings.Builder
-	md, err := adm.Metadata(ctx)
+	// Not adm.Metadata: kadm answers it from franz-go's metadata cache.
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range md.Topics.Names() {
-		fmt.Fprintf(&sb, "topic %s/%d ", name, len(md.Topics[name].Partitions))
+	var topics []string
+	for _, mt := range md.Topics {
+		topics = append(topics, fmt.Sprintf("topic %s/%d ", *mt.Topic, len(mt.Partitions)))
 	}
+	slices.Sort(topics)
+	sb.WriteString(strings.Join(topics, ""))
 	ends, err := adm.ListEndOffsets(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +277,10 @@ func aclClusterState(ctx context.Context, t *testing.T, adm *kadm.Client) string
 		if r.Err != nil {
 			t.Fatalf("fetch offsets of %s: %v", g, r.Err)
 		}
-		r.Fetched.Each(func(o kadm.OffsetResponse) { fmt.Fprintf(&sb, "%s:%s/%d@%d ", g, o.Topic, o.Partition, o.At) })
+		var offs []string
+		r.Fetched.Each(func(o kadm.OffsetResponse) { offs = append(offs, fmt.Sprintf("%s:%s/%d@%d ", g, o.Topic, o.Partition, o.At)) })
+		slices.Sort(offs)
+		sb.WriteString(strings.Join(offs, ""))
 	}
 	acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().Deny().Operations(kadm.OpAny).
 		ResourcePatternType(kadm.ACLPatternAny).AllowHosts().DenyHosts())
@@ -384,6 +404,23 @@ func aclRows() []aclRow {
 			req.Topics = []kmsg.MetadataRequestTopic{{Topic: &name}}
 			req.AllowAutoTopicCreation = true
 			return aclOutcome{code: rawRequest[*kmsg.MetadataResponse](ctx, t, br, req).Topics[0].ErrorCode}
+		},
+		settle: func(ctx C, admin *kgo.Client) error {
+			// Created in the background: wait until the broker serves both.
+			req := kmsg.NewPtrMetadataRequest()
+			for _, name := range []string{"mt-admin", "mt-alice"} {
+				req.Topics = append(req.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(name)})
+			}
+			resp, err := req.RequestWith(ctx, admin)
+			if err != nil {
+				return err
+			}
+			for _, rt := range resp.Topics {
+				if rt.ErrorCode != 0 || len(rt.Partitions) == 0 {
+					return fmt.Errorf("%s: %v", *rt.Topic, kerr.ErrorForCode(rt.ErrorCode))
+				}
+			}
+			return nil
 		},
 	}, {
 		name: "OffsetCommit", denied: codeGroupAuth,
