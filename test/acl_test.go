@@ -278,7 +278,9 @@ func aclClusterState(ctx context.Context, t *testing.T, admin *kgo.Client) strin
 			t.Fatalf("fetch offsets of %s: %v", g, r.Err)
 		}
 		var offs []string
-		r.Fetched.Each(func(o kadm.OffsetResponse) { offs = append(offs, fmt.Sprintf("%s:%s/%d@%d ", g, o.Topic, o.Partition, o.At)) })
+		r.Fetched.Each(func(o kadm.OffsetResponse) {
+			offs = append(offs, fmt.Sprintf("%s:%s/%d@%d ", g, o.Topic, o.Partition, o.At))
+		})
 		slices.Sort(offs)
 		sb.WriteString(strings.Join(offs, ""))
 	}
