@@ -172,7 +172,7 @@ var fuzzServedVersions = map[int16][2]int16{
 	0: {3, 9}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {2, 8}, 9: {1, 8},
 	10: {0, 4}, 11: {0, 9}, 12: {0, 4}, 13: {0, 4}, 14: {0, 5}, 15: {0, 5},
 	16: {0, 4}, 17: {0, 1}, 18: {0, 3}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 23: {2, 4},
-	32: {1, 4}, 33: {0, 2}, 36: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
+	29: {0, 3}, 30: {0, 3}, 31: {0, 3}, 32: {1, 4}, 33: {0, 2}, 36: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
 	50: {0, 0}, 51: {0, 0}, 60: {0, 1},
 }
 
@@ -323,6 +323,18 @@ func startFuzzEnv(tb fuzzTB) *fuzzEnv {
 		c.Groups.MinSessionTimeout = 10 * time.Millisecond
 		c.Groups.MaxSessionTimeout = fuzzMaxGroupTimeout
 		c.Groups.InitialRebalanceDelay = 0
+		// The authorizer on, so that the ACL requests are served (and
+		// the authorization of every request runs); the fuzz client,
+		// User:ANONYMOUS, is a super user, so that the ACLs the seeds
+		// create change no other seed's answer.
+		for k, v := range map[string]string{
+			"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			"super.users":           "User:ANONYMOUS",
+		} {
+			if err := c.Set(k, v); err != nil {
+				panic(err)
+			}
+		}
 	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
@@ -1429,6 +1441,38 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 		del.Name, del.Mechanism = "nobody", 3
 		r.Upsertions = append(r.Upsertions, up, bad)
 		r.Deletions = append(r.Deletions, del)
+		return []kmsg.Request{set(r)}
+	case 29:
+		all := kmsg.NewPtrDescribeACLsRequest()
+		all.ResourceType, all.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+		all.Operation, all.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		match := kmsg.NewPtrDescribeACLsRequest()
+		match.ResourceType, match.ResourceName, match.ResourcePatternType = kmsg.ACLResourceTypeTopic, str("fuzz"), kmsg.ACLResourcePatternTypeMatch
+		match.Operation, match.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		unknown := kmsg.NewPtrDescribeACLsRequest()
+		unknown.ResourceType, unknown.Operation, unknown.PermissionType = 99, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		return []kmsg.Request{set(all), set(match), set(unknown)}
+	case 30:
+		r := kmsg.NewPtrCreateACLsRequest()
+		acl := func(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType, op kmsg.ACLOperation) {
+			c := kmsg.NewCreateACLsRequestCreation()
+			c.ResourceType, c.ResourceName, c.ResourcePatternType = typ, name, pattern
+			c.Principal, c.Host, c.Operation, c.PermissionType = "User:fuzz", "*", op, kmsg.ACLPermissionTypeAllow
+			r.Creations = append(r.Creations, c)
+		}
+		acl(kmsg.ACLResourceTypeTopic, "fu", kmsg.ACLResourcePatternTypePrefixed, kmsg.ACLOperationRead)
+		acl(kmsg.ACLResourceTypeGroup, fuzzGroup, kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAll)
+		acl(kmsg.ACLResourceTypeCluster, "not-the-cluster", kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLOperationAlter)
+		acl(kmsg.ACLResourceTypeTopic, "fuzz", kmsg.ACLResourcePatternTypeAny, 77)
+		return []kmsg.Request{set(r)}
+	case 31:
+		r := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType, f.Principal = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, str("User:fuzz")
+		f.Operation, f.PermissionType = kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAny
+		bad := kmsg.NewDeleteACLsRequestFilter()
+		bad.ResourceType, bad.ResourcePatternType, bad.Operation, bad.PermissionType = kmsg.ACLResourceTypeTopic, 9, kmsg.ACLOperationAny, 0
+		r.Filters = append(r.Filters, f, bad)
 		return []kmsg.Request{set(r)}
 	case 60:
 		r := kmsg.NewPtrDescribeClusterRequest()

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/samsa-io/samsa/internal/meta"
 )
 
@@ -21,7 +19,7 @@ const WildcardResource = "*"
 type ACLs struct {
 	super        map[string]bool
 	allowIfNoACL bool
-	byType       map[kmsg.ACLResourceType]*typeACLs
+	byType       map[meta.ResourceType]*typeACLs
 }
 
 // typeACLs holds the ACLs of one resource type by pattern.
@@ -36,7 +34,7 @@ type typeACLs struct {
 // every operation is allowed to; allowIfNoACL is
 // allow.everyone.if.no.acl.found.
 func NewACLs(acls []meta.ACL, superUsers []string, allowIfNoACL bool) *ACLs {
-	x := &ACLs{super: map[string]bool{}, allowIfNoACL: allowIfNoACL, byType: map[kmsg.ACLResourceType]*typeACLs{}}
+	x := &ACLs{super: map[string]bool{}, allowIfNoACL: allowIfNoACL, byType: map[meta.ResourceType]*typeACLs{}}
 	for _, u := range superUsers {
 		x.super[u] = true
 	}
@@ -47,9 +45,9 @@ func NewACLs(acls []meta.ACL, superUsers []string, allowIfNoACL bool) *ACLs {
 			x.byType[a.ResourceType] = t
 		}
 		switch a.PatternType {
-		case kmsg.ACLResourcePatternTypeLiteral:
+		case meta.PatternLiteral:
 			t.literal[a.ResourceName] = append(t.literal[a.ResourceName], a)
-		case kmsg.ACLResourcePatternTypePrefixed:
+		case meta.PatternPrefixed:
 			t.prefixed[a.ResourceName] = append(t.prefixed[a.ResourceName], a)
 			t.maxPrefix = max(t.maxPrefix, len(a.ResourceName))
 		}
@@ -91,25 +89,25 @@ func principalMatches(a meta.ACL, principal string) bool {
 func hostMatches(a meta.ACL, host string) bool { return a.Host == host || a.Host == "*" }
 
 // allowImplies reports whether an ALLOW of granted permits op.
-func allowImplies(granted, op kmsg.ACLOperation) bool {
-	if granted == op || granted == kmsg.ACLOperationAll {
+func allowImplies(granted, op meta.Operation) bool {
+	if granted == op || granted == meta.OpAll {
 		return true
 	}
 	switch op {
-	case kmsg.ACLOperationDescribe:
+	case meta.OpDescribe:
 		switch granted {
-		case kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationDelete, kmsg.ACLOperationAlter:
+		case meta.OpRead, meta.OpWrite, meta.OpDelete, meta.OpAlter:
 			return true
 		}
-	case kmsg.ACLOperationDescribeConfigs:
-		return granted == kmsg.ACLOperationAlterConfigs
+	case meta.OpDescribeConfigs:
+		return granted == meta.OpAlterConfigs
 	}
 	return false
 }
 
 // Authorize reports whether principal, connected from host (an IP
 // address), may perform op on the resource typ/name.
-func (x *ACLs) Authorize(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
+func (x *ACLs) Authorize(principal, host string, op meta.Operation, typ meta.ResourceType, name string) bool {
 	if x.super[principal] {
 		return true
 	}
@@ -124,12 +122,12 @@ func (x *ACLs) Authorize(principal, host string, op kmsg.ACLOperation, typ kmsg.
 			return true
 		}
 		switch a.Permission {
-		case kmsg.ACLPermissionTypeDeny:
-			if a.Operation == op || a.Operation == kmsg.ACLOperationAll {
+		case meta.PermissionDeny:
+			if a.Operation == op || a.Operation == meta.OpAll {
 				denied = true
 				return false
 			}
-		case kmsg.ACLPermissionTypeAllow:
+		case meta.PermissionAllow:
 			if allowImplies(a.Operation, op) {
 				allowed = true
 			}
@@ -151,7 +149,7 @@ func (x *ACLs) Authorize(principal, host string, op kmsg.ACLOperation, typ kmsg.
 // no DENY covers all that this ALLOW covers (a DENY of the same LITERAL
 // name, of the LITERAL "*", or of a PREFIXED pattern that is a prefix of
 // the ALLOW's pattern). Without any ACL of the type, it is AllowIfNoACL.
-func (x *ACLs) AuthorizeAny(principal, host string, op kmsg.ACLOperation, typ kmsg.ACLResourceType) bool {
+func (x *ACLs) AuthorizeAny(principal, host string, op meta.Operation, typ meta.ResourceType) bool {
 	if x.super[principal] {
 		return true
 	}
@@ -160,8 +158,8 @@ func (x *ACLs) AuthorizeAny(principal, host string, op kmsg.ACLOperation, typ km
 		return x.allowIfNoACL
 	}
 	denies := func(a meta.ACL) bool {
-		return a.Permission == kmsg.ACLPermissionTypeDeny && principalMatches(a, principal) && hostMatches(a, host) &&
-			(a.Operation == op || a.Operation == kmsg.ACLOperationAll)
+		return a.Permission == meta.PermissionDeny && principalMatches(a, principal) && hostMatches(a, host) &&
+			(a.Operation == op || a.Operation == meta.OpAll)
 	}
 	// covered reports whether a DENY applies to every resource that the
 	// pattern (name, prefixed) covers.
@@ -188,7 +186,7 @@ func (x *ACLs) AuthorizeAny(principal, host string, op kmsg.ACLOperation, typ km
 		return false
 	}
 	grants := func(a meta.ACL) bool {
-		return a.Permission == kmsg.ACLPermissionTypeAllow && principalMatches(a, principal) && hostMatches(a, host) &&
+		return a.Permission == meta.PermissionAllow && principalMatches(a, principal) && hostMatches(a, host) &&
 			allowImplies(a.Operation, op)
 	}
 	for name, as := range t.literal {
@@ -213,26 +211,31 @@ func (x *ACLs) AuthorizeAny(principal, host string, op kmsg.ACLOperation, typ km
 // name selects the ACLs that would apply to that resource (its LITERAL
 // name, the LITERAL "*" and the PREFIXED prefixes of the name).
 type ACLFilter struct {
-	ResourceType kmsg.ACLResourceType
+	ResourceType meta.ResourceType
 	ResourceName *string
-	PatternType  kmsg.ACLResourcePatternType
+	PatternType  meta.PatternType
 	Principal    *string
 	Host         *string
-	Operation    kmsg.ACLOperation
-	Permission   kmsg.ACLPermissionType
+	Operation    meta.Operation
+	Permission   meta.Permission
 }
+
+// maxFilterResourceType is Kafka's highest resource type, USER (7): a
+// filter may name DELEGATION_TOKEN (6) or USER, and then selects nothing,
+// since samsa stores no ACL of those types.
+const maxFilterResourceType = 7
 
 // ValidateACLFilter refuses a filter with an UNKNOWN value (a client's
 // enum that samsa does not know, or 0).
 func ValidateACLFilter(f ACLFilter) error {
 	switch {
-	case f.ResourceType == kmsg.ACLResourceTypeUnknown || f.ResourceType > kmsg.ACLResourceTypeUser:
+	case f.ResourceType < meta.ResourceAny || f.ResourceType > maxFilterResourceType:
 		return fmt.Errorf("unknown resource type %d", int8(f.ResourceType))
-	case f.PatternType == kmsg.ACLResourcePatternTypeUnknown || f.PatternType > kmsg.ACLResourcePatternTypePrefixed:
+	case f.PatternType < meta.PatternAny || f.PatternType > meta.PatternPrefixed:
 		return fmt.Errorf("unknown pattern type %d", int8(f.PatternType))
-	case f.Operation == kmsg.ACLOperationUnknown || f.Operation > kmsg.ACLOperationIdempotentWrite:
+	case f.Operation < meta.OpAny || f.Operation > meta.OpIdempotentWrite:
 		return fmt.Errorf("unknown operation %d", int8(f.Operation))
-	case f.Permission == kmsg.ACLPermissionTypeUnknown || f.Permission > kmsg.ACLPermissionTypeAllow:
+	case f.Permission < meta.PermissionAny || f.Permission > meta.PermissionAllow:
 		return fmt.Errorf("unknown permission type %d", int8(f.Permission))
 	}
 	return nil
@@ -240,23 +243,23 @@ func ValidateACLFilter(f ACLFilter) error {
 
 // Matches reports whether f selects a.
 func (f ACLFilter) Matches(a meta.ACL) bool {
-	if f.ResourceType != kmsg.ACLResourceTypeAny && f.ResourceType != a.ResourceType {
+	if f.ResourceType != meta.ResourceAny && f.ResourceType != a.ResourceType {
 		return false
 	}
 	switch f.PatternType {
-	case kmsg.ACLResourcePatternTypeAny:
+	case meta.PatternAny:
 		if f.ResourceName != nil && *f.ResourceName != a.ResourceName {
 			return false
 		}
-	case kmsg.ACLResourcePatternTypeMatch:
+	case meta.PatternMatch:
 		if f.ResourceName != nil {
 			name := *f.ResourceName
 			switch a.PatternType {
-			case kmsg.ACLResourcePatternTypeLiteral:
+			case meta.PatternLiteral:
 				if a.ResourceName != name && a.ResourceName != WildcardResource {
 					return false
 				}
-			case kmsg.ACLResourcePatternTypePrefixed:
+			case meta.PatternPrefixed:
 				if !strings.HasPrefix(name, a.ResourceName) {
 					return false
 				}
@@ -269,6 +272,6 @@ func (f ACLFilter) Matches(a meta.ACL) bool {
 	}
 	return (f.Principal == nil || *f.Principal == a.Principal) &&
 		(f.Host == nil || *f.Host == a.Host) &&
-		(f.Operation == kmsg.ACLOperationAny || f.Operation == a.Operation) &&
-		(f.Permission == kmsg.ACLPermissionTypeAny || f.Permission == a.Permission)
+		(f.Operation == meta.OpAny || f.Operation == a.Operation) &&
+		(f.Permission == meta.PermissionAny || f.Permission == a.Permission)
 }

@@ -36,11 +36,7 @@ func (b *Broker) handleDescribeACLs(_ context.Context, req *protocol.Request) pr
 	if !az.cluster(kmsg.ACLOperationDescribe) {
 		return fail(kerr.ClusterAuthorizationFailed.Code, "DescribeAcls needs DESCRIBE on the cluster")
 	}
-	f := auth.ACLFilter{ResourceType: r.ResourceType, ResourceName: r.ResourceName, PatternType: r.ResourcePatternType,
-		Principal: r.Principal, Host: r.Host, Operation: r.Operation, Permission: r.PermissionType}
-	if r.Version == 0 {
-		f.PatternType = kmsg.ACLResourcePatternTypeLiteral
-	}
+	f := aclFilter(r.Version, r.ResourceType, r.ResourceName, r.ResourcePatternType, r.Principal, r.Host, r.Operation, r.PermissionType)
 	if err := auth.ValidateACLFilter(f); err != nil {
 		return fail(kerr.InvalidRequest.Code, err.Error())
 	}
@@ -53,15 +49,17 @@ func (b *Broker) handleDescribeACLs(_ context.Context, req *protocol.Request) pr
 	sortACLs(matched)
 	for _, a := range matched {
 		n := len(resp.Resources)
-		if n == 0 || resp.Resources[n-1].ResourceType != a.ResourceType || resp.Resources[n-1].ResourceName != a.ResourceName ||
-			resp.Resources[n-1].ResourcePatternType != a.PatternType {
+		typ, pattern := kmsg.ACLResourceType(a.ResourceType), kmsg.ACLResourcePatternType(a.PatternType)
+		if n == 0 || resp.Resources[n-1].ResourceType != typ || resp.Resources[n-1].ResourceName != a.ResourceName ||
+			resp.Resources[n-1].ResourcePatternType != pattern {
 			res := kmsg.NewDescribeACLsResponseResource()
-			res.ResourceType, res.ResourceName, res.ResourcePatternType = a.ResourceType, a.ResourceName, a.PatternType
+			res.ResourceType, res.ResourceName, res.ResourcePatternType = typ, a.ResourceName, pattern
 			resp.Resources = append(resp.Resources, res)
 			n++
 		}
 		e := kmsg.NewDescribeACLsResponseResourceACL()
-		e.Principal, e.Host, e.Operation, e.PermissionType = a.Principal, a.Host, a.Operation, a.Permission
+		e.Principal, e.Host = a.Principal, a.Host
+		e.Operation, e.PermissionType = kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
 		resp.Resources[n-1].ACLs = append(resp.Resources[n-1].ACLs, e)
 	}
 	return reply(resp)

@@ -38,10 +38,11 @@ func (b *Broker) handleCreateACLs(ctx context.Context, req *protocol.Request) pr
 	var valid []meta.ACL
 	var validAt []int
 	for i, c := range r.Creations {
-		a := meta.ACL{ResourceType: c.ResourceType, ResourceName: c.ResourceName, PatternType: c.ResourcePatternType,
-			Principal: c.Principal, Host: c.Host, Operation: c.Operation, Permission: c.PermissionType}
+		a := meta.ACL{ResourceType: meta.ResourceType(c.ResourceType), ResourceName: c.ResourceName,
+			PatternType: meta.PatternType(c.ResourcePatternType), Principal: c.Principal, Host: c.Host,
+			Operation: meta.Operation(c.Operation), Permission: meta.Permission(c.PermissionType)}
 		if r.Version == 0 {
-			a.PatternType = kmsg.ACLResourcePatternTypeLiteral
+			a.PatternType = meta.PatternLiteral
 		}
 		if err := meta.ValidateACL(a); err != nil {
 			msg := "invalid ACL: " + err.Error()

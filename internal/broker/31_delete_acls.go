@@ -42,11 +42,7 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, req *protocol.Request) pr
 	deleting := map[string]bool{}
 	var valid []int
 	for i, rf := range r.Filters {
-		f := auth.ACLFilter{ResourceType: rf.ResourceType, ResourceName: rf.ResourceName, PatternType: rf.ResourcePatternType,
-			Principal: rf.Principal, Host: rf.Host, Operation: rf.Operation, Permission: rf.PermissionType}
-		if r.Version == 0 {
-			f.PatternType = kmsg.ACLResourcePatternTypeLiteral
-		}
+		f := aclFilter(r.Version, rf.ResourceType, rf.ResourceName, rf.ResourcePatternType, rf.Principal, rf.Host, rf.Operation, rf.PermissionType)
 		if err := auth.ValidateACLFilter(f); err != nil {
 			msg := err.Error()
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, &msg
@@ -66,8 +62,8 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, req *protocol.Request) pr
 		sortACLs(matched)
 		for _, a := range matched {
 			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
-			m.ResourceType, m.ResourceName, m.ResourcePatternType = a.ResourceType, a.ResourceName, a.PatternType
-			m.Principal, m.Host, m.Operation, m.PermissionType = a.Principal, a.Host, a.Operation, a.Permission
+			m.ResourceType, m.ResourceName, m.ResourcePatternType = kmsg.ACLResourceType(a.ResourceType), a.ResourceName, kmsg.ACLResourcePatternType(a.PatternType)
+			m.Principal, m.Host, m.Operation, m.PermissionType = a.Principal, a.Host, kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
 			resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
 		}
 	}

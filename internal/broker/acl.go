@@ -103,8 +103,9 @@ func (b *Broker) authz(req *protocol.Request) authz {
 // enabled reports whether an authorizer is configured.
 func (a authz) enabled() bool { return a.acls != nil }
 
+// The kmsg enums and meta's have the same values (Kafka's codes).
 func (a authz) allowed(op kmsg.ACLOperation, typ kmsg.ACLResourceType, name string) bool {
-	return a.acls == nil || a.acls.Authorize(a.principal, a.host, op, typ, name)
+	return a.acls == nil || a.acls.Authorize(a.principal, a.host, meta.Operation(op), meta.ResourceType(typ), name)
 }
 
 func (a authz) topic(op kmsg.ACLOperation, name string) bool {
@@ -125,7 +126,7 @@ func (a authz) transactionalID(op kmsg.ACLOperation, id string) bool {
 
 // anyOf reports whether op is allowed on some resource of type typ.
 func (a authz) anyOf(op kmsg.ACLOperation, typ kmsg.ACLResourceType) bool {
-	return a.acls == nil || a.acls.AuthorizeAny(a.principal, a.host, op, typ)
+	return a.acls == nil || a.acls.AuthorizeAny(a.principal, a.host, meta.Operation(op), meta.ResourceType(typ))
 }
 
 // Operations samsa grants per resource type, for the authorized
@@ -147,4 +148,16 @@ func (a authz) authorizedOps(typ kmsg.ACLResourceType, name string, ops []kmsg.A
 		}
 	}
 	return bits
+}
+
+// aclFilter is the filter of a DescribeAcls request or of one DeleteAcls
+// filter; v0 has no pattern type and selects LITERAL patterns, as Kafka.
+func aclFilter(version int16, typ kmsg.ACLResourceType, name *string, pattern kmsg.ACLResourcePatternType,
+	principal, host *string, op kmsg.ACLOperation, perm kmsg.ACLPermissionType) auth.ACLFilter {
+	f := auth.ACLFilter{ResourceType: meta.ResourceType(typ), ResourceName: name, PatternType: meta.PatternType(pattern),
+		Principal: principal, Host: host, Operation: meta.Operation(op), Permission: meta.Permission(perm)}
+	if version == 0 {
+		f.PatternType = meta.PatternLiteral
+	}
+	return f
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/samsa-io/samsa/internal/meta"
 )
 
@@ -14,10 +12,10 @@ func TestACLsReachTheCache(t *testing.T) {
 	cache := newCache(t, c)
 	rev0 := cache.Snapshot().ACLRevision
 
-	read := meta.ACL{ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: "orders", PatternType: kmsg.ACLResourcePatternTypeLiteral,
-		Principal: "User:alice", Host: "*", Operation: kmsg.ACLOperationRead, Permission: kmsg.ACLPermissionTypeAllow}
+	read := meta.ACL{ResourceType: meta.ResourceTopic, ResourceName: "orders", PatternType: meta.PatternLiteral,
+		Principal: "User:alice", Host: "*", Operation: meta.OpRead, Permission: meta.PermissionAllow}
 	deny := read
-	deny.Permission = kmsg.ACLPermissionTypeDeny
+	deny.Permission = meta.PermissionDeny
 	if err := c.CreateACLs(testCtx(t), []meta.ACL{read, deny}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +48,7 @@ func TestACLsReachTheCache(t *testing.T) {
 
 	// Invalid ACLs are refused before anything is written.
 	bad := read
-	bad.Operation = kmsg.ACLOperationAny
+	bad.Operation = meta.OpAny
 	if err := c.CreateACLs(testCtx(t), []meta.ACL{read, bad}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("create with an ANY operation: %v", err)
 	}

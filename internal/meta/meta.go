@@ -16,8 +16,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // NoLeader is the leader id of a partition that has no leader (offline).
@@ -195,64 +193,4 @@ type ScramCredential struct {
 	Iterations int    `json:"iterations"`
 	StoredKey  []byte `json:"stored_key"`
 	ServerKey  []byte `json:"server_key"`
-}
-
-// ClusterResourceName is the name of the one Cluster resource of ACLs.
-const ClusterResourceName = "kafka-cluster"
-
-// ACL is one access control entry (issue 12; docs/security.md): who
-// (Principal, from Host) may or may not (Permission) do what (Operation)
-// to which resources (ResourceType, and ResourceName read as PatternType
-// says). The fields take Kafka's enum values and are stored by name
-// ("TOPIC", "PREFIXED", "READ"...). Only the values ValidateACL accepts
-// are ever stored: no ANY, MATCH or UNKNOWN.
-type ACL struct {
-	ResourceType kmsg.ACLResourceType        `json:"resource_type"`
-	ResourceName string                      `json:"resource_name"`
-	PatternType  kmsg.ACLResourcePatternType `json:"pattern_type"`
-	// Principal is "User:<name>" or the wildcard "User:*".
-	Principal string `json:"principal"`
-	// Host is a client IP address, or "*" for any.
-	Host       string                 `json:"host"`
-	Operation  kmsg.ACLOperation      `json:"operation"`
-	Permission kmsg.ACLPermissionType `json:"permission"`
-}
-
-// ValidateACL checks an ACL that is to be created, with Kafka's rules:
-// a concrete resource type (Topic, Group, Cluster, TransactionalId:
-// delegation tokens and users are not served), a LITERAL or PREFIXED
-// pattern over a non-empty name (the Cluster's is kafka-cluster, literal),
-// a principal of the form Type:name, a host, a concrete operation and
-// ALLOW or DENY. The error says what is wrong.
-func ValidateACL(a ACL) error {
-	switch a.ResourceType {
-	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeCluster, kmsg.ACLResourceTypeTransactionalId:
-	default:
-		return fmt.Errorf("resource type %v: want TOPIC, GROUP, CLUSTER or TRANSACTIONAL_ID", a.ResourceType)
-	}
-	switch a.PatternType {
-	case kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLResourcePatternTypePrefixed:
-	default:
-		return fmt.Errorf("pattern type %v: want LITERAL or PREFIXED", a.PatternType)
-	}
-	if a.ResourceName == "" {
-		return errors.New("empty resource name")
-	}
-	if a.ResourceType == kmsg.ACLResourceTypeCluster &&
-		(a.ResourceName != ClusterResourceName || a.PatternType != kmsg.ACLResourcePatternTypeLiteral) {
-		return fmt.Errorf("the only CLUSTER resource is the literal %q", ClusterResourceName)
-	}
-	if typ, name, ok := strings.Cut(a.Principal, ":"); !ok || typ == "" || name == "" {
-		return fmt.Errorf("principal %q: want Type:name, as in User:alice or User:*", a.Principal)
-	}
-	if a.Host == "" {
-		return errors.New("empty host: want an IP address or *")
-	}
-	if a.Operation <= kmsg.ACLOperationAny || a.Operation > kmsg.ACLOperationIdempotentWrite {
-		return fmt.Errorf("operation %v: want a concrete operation (READ, WRITE, ... or ALL)", a.Operation)
-	}
-	if a.Permission != kmsg.ACLPermissionTypeAllow && a.Permission != kmsg.ACLPermissionTypeDeny {
-		return fmt.Errorf("permission %v: want ALLOW or DENY", a.Permission)
-	}
-	return nil
 }
