@@ -27,6 +27,8 @@
 //	scram/<mechanism>/<user>  meta.ScramCredential (salted; never   PutScramCredential (AlterUserScramCredentials, samsa server
 //	                          the password)                       --add-scram), DeleteScramCredential; read at every login
 //	scram-fake-key            32 random bytes, base64             the first ScramFakeKey call, create-if-absent; never changed
+//	acls/<hash>               meta.ACL; <hash> is the hex SHA-256  CreateACLs (CreateAcls), DeleteACLs (DeleteAcls); the Cache
+//	                          of the value (ACLKey)               holds them all (Snapshot.ACLs)
 //
 // <id> and <p> are decimal; <user> has '%' and '/' escaped as %25 and %2F. Topic names follow Kafka's rules (1..249
 // characters of [a-zA-Z0-9._-]), so they contain no '/' and every key
