@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/auth"
+	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
 )
 
@@ -16,12 +18,13 @@ import (
 // (PBKDF2 of the password), never the password; the broker derives the
 // stored and server keys from them and keeps those in etcd, so every
 // broker authenticates with the new credential at the next login. One
-// result per user, as Kafka: a user altered more than once in the request
-// gets DUPLICATE_RESOURCE for all of it, an unknown mechanism
+// result per user, as Kafka: a user whose credential of one mechanism is
+// altered more than once in the request gets DUPLICATE_RESOURCE for all
+// of it, an unknown mechanism
 // UNSUPPORTED_SASL_MECHANISM, iterations outside 4096..16384, an empty
 // name, salt or salted password UNACCEPTABLE_CREDENTIAL, a deletion of a
-// credential that does not exist RESOURCE_NOT_FOUND; the other users'
-// changes are made. With an authorizer, it needs ALTER on the cluster
+// credential that does not exist RESOURCE_NOT_FOUND; a user's changes are
+// made together or not at all, and the other users' are made. With an authorizer, it needs ALTER on the cluster
 // (else CLUSTER_AUTHORIZATION_FAILED for every user, nothing changed).
 func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.AlterUserSCRAMCredentialsRequest)
@@ -100,17 +103,18 @@ func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, req *proto
 					}
 				}
 			}
+			// Every change of the user is checked before any is made,
+			// and all are made in one etcd transaction: an error means
+			// the user's credentials are as they were (Kafka's
+			// ScramControlManager checks deletions first too).
+			var puts []meta.ScramCredential
+			var deletes []string
 			for _, c := range cs {
 				if res.ErrorCode != 0 {
 					break
 				}
 				if c.del {
-					found, err := b.client.DeleteScramCredential(ctx, c.mechanism, user)
-					if err != nil {
-						fail(errorCode(err), err.Error())
-					} else if !found {
-						fail(kerr.ResourceNotFound.Code, "Attempt to delete a user credential that does not exist")
-					}
+					deletes = append(deletes, c.mechanism)
 					continue
 				}
 				cred, err := auth.ScramCredentialFromSalted(c.mechanism, c.salt, c.salted, c.iterations)
@@ -120,9 +124,16 @@ func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, req *proto
 						code = kerr.UnsupportedSaslMechanism.Code
 					}
 					fail(code, err.Error())
-					continue
+					break
 				}
-				if _, err := b.client.PutScramCredential(ctx, user, metaScram(cred), false); err != nil {
+				puts = append(puts, metaScram(cred))
+			}
+			if res.ErrorCode == 0 {
+				err := b.client.AlterScramCredentials(ctx, user, puts, deletes)
+				switch {
+				case errors.Is(err, coord.ErrNotFound):
+					fail(kerr.ResourceNotFound.Code, "Attempt to delete a user credential that does not exist")
+				case err != nil:
 					fail(errorCode(err), err.Error())
 				}
 			}

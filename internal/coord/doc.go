@@ -24,8 +24,8 @@
 //	heartbeats/<id>           {"incarnation": create revision of  the broker's session, on its lease, with every renewal
 //	                          the registration,                   (see Liveness); the Cache ignores these
 //	                          "session_timeout_ms": N}
-//	scram/<mechanism>/<user>  meta.ScramCredential (salted; never   PutScramCredential (AlterUserScramCredentials, samsa server
-//	                          the password)                       --add-scram), DeleteScramCredential; read at every login
+//	scram/<mechanism>/<user>  meta.ScramCredential (salted; never   AlterScramCredentials (AlterUserScramCredentials, one txn per
+//	                          the password)                       user), PutScramCredential (samsa server --add-scram); read at every login
 //	scram-fake-key            32 random bytes, base64             the first ScramFakeKey call, create-if-absent; never changed
 //	acls/<hash>               meta.ACL; <hash> is the hex SHA-256  CreateACLs (CreateAcls), DeleteACLs (DeleteAcls); the Cache
 //	                          of the value (ACLKey)               holds them all (Snapshot.ACLs)

@@ -34,4 +34,6 @@ var (
 	// its --max-txn-ops (or bytes than --max-request-bytes). Topics with
 	// very many partitions need those limits raised on an external etcd.
 	ErrTxnTooLarge = errors.New("coord: transaction too large for etcd")
+	// ErrNotFound: a key to delete does not exist (AlterScramCredentials).
+	ErrNotFound = errors.New("coord: not found")
 )

@@ -73,17 +73,43 @@ func (c *Client) PutScramCredential(ctx context.Context, user string, cred meta.
 	return resp.Succeeded, nil
 }
 
-// DeleteScramCredential deletes user's credential for mechanism; false
-// if there was none.
-func (c *Client) DeleteScramCredential(ctx context.Context, mechanism, user string) (bool, error) {
+// AlterScramCredentials makes one user's changes in one transaction:
+// puts stores credentials (each for its Mechanism, replacing any),
+// deletes removes the credentials of those mechanisms. If a credential
+// to delete does not exist, nothing is changed and the error wraps
+// ErrNotFound, naming the mechanism.
+func (c *Client) AlterScramCredentials(ctx context.Context, user string, puts []meta.ScramCredential, deletes []string) error {
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	resp, err := c.etcd.Delete(ctx, c.keys.scram(mechanism, user))
+	var cmps []clientv3.Cmp
+	var ops, gets []clientv3.Op
+	for _, mechanism := range deletes {
+		key := c.keys.scram(mechanism, user)
+		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), ">", 0))
+		ops = append(ops, clientv3.OpDelete(key))
+		gets = append(gets, clientv3.OpGet(key, clientv3.WithCountOnly()))
+	}
+	for _, cred := range puts {
+		v, err := meta.Encode(cred)
+		if err != nil {
+			return fmt.Errorf("coord: put scram credential: %w", err)
+		}
+		ops = append(ops, clientv3.OpPut(c.keys.scram(cred.Mechanism, user), string(v)))
+	}
+	resp, err := c.etcd.Txn(ctx).If(cmps...).Then(ops...).Else(gets...).Commit()
 	if err != nil {
-		return false, c.wrapErr("delete scram credential", err)
+		return c.wrapErr("alter scram credentials", err)
 	}
 	c.noteRevision(resp.Header.Revision)
-	return resp.Deleted > 0, nil
+	if !resp.Succeeded {
+		for i, r := range resp.Responses {
+			if r.GetResponseRange().Count == 0 {
+				return fmt.Errorf("%w: %s credential of %q", ErrNotFound, deletes[i], user)
+			}
+		}
+		return fmt.Errorf("%w: a credential of %q to delete", ErrNotFound, user)
+	}
+	return nil
 }
 
 // ScramUserInfo is what may be told of a user's SCRAM credentials: the
