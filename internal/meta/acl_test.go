@@ -44,12 +44,14 @@ func TestValidateACL(t *testing.T) {
 		"match pattern":     func(a *ACL) { a.PatternType = PatternMatch },
 		"empty name":        func(a *ACL) { a.ResourceName = "" },
 		"cluster named foo": func(a *ACL) { a.ResourceType, a.ResourceName = ResourceCluster, "foo" },
-		"prefixed cluster":  func(a *ACL) { a.ResourceType, a.ResourceName, a.PatternType = ResourceCluster, ClusterResourceName, PatternPrefixed },
-		"bare principal":    func(a *ACL) { a.Principal = "alice" },
-		"empty host":        func(a *ACL) { a.Host = "" },
-		"any operation":     func(a *ACL) { a.Operation = OpAny },
-		"operation 13":      func(a *ACL) { a.Operation = 13 },
-		"any permission":    func(a *ACL) { a.Permission = PermissionAny },
+		"prefixed cluster": func(a *ACL) {
+			a.ResourceType, a.ResourceName, a.PatternType = ResourceCluster, ClusterResourceName, PatternPrefixed
+		},
+		"bare principal": func(a *ACL) { a.Principal = "alice" },
+		"empty host":     func(a *ACL) { a.Host = "" },
+		"any operation":  func(a *ACL) { a.Operation = OpAny },
+		"operation 13":   func(a *ACL) { a.Operation = 13 },
+		"any permission": func(a *ACL) { a.Permission = PermissionAny },
 	} {
 		a := ok
 		change(&a)
