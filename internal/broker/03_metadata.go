@@ -131,12 +131,14 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 		}
 	}
 
+	listed := map[int32]bool{} // the brokers the client is given an address for
 	for _, id := range liveBrokers(s) {
 		br := s.Brokers[id].Broker
 		ep, ok := endpointFor(br, req)
 		if !ok {
 			continue
 		}
+		listed[id] = true
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = br.ID, ep.Host, ep.Port
 		if br.Rack != "" {
@@ -147,7 +149,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 	}
 	clusterID := s.ClusterID
 	resp.ClusterID = &clusterID
-	resp.ControllerID = controllerID(s)
+	resp.ControllerID = controllerID(s, listed)
 	if r.Version >= 8 && r.Version <= 10 && r.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = 0 // as Kafka, without DESCRIBE on the cluster
 		if az.cluster(kmsg.ACLOperationDescribe) {
@@ -182,7 +184,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 		}
 		rt.TopicID = vt.Topic.ID
 		rt.IsInternal = name == "__consumer_offsets"
-		rt.Partitions = partitionMetadata(s, vt)
+		rt.Partitions = partitionMetadata(s, vt, listed, r.Version)
 		if r.Version >= 8 && r.IncludeTopicAuthorizedOperations {
 			rt.AuthorizedOperations = az.authorizedOps(kmsg.ACLResourceTypeTopic, name, topicOps)
 		}
@@ -198,7 +200,11 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 }
 
 // partitionMetadata describes every partition of a topic.
-func partitionMetadata(s *coord.Snapshot, vt coord.VersionedTopic) []kmsg.MetadataResponseTopicPartition {
+//
+// A leader the client was given no address for (it lacks the client's
+// listener) is reported as none, as Kafka does: LISTENER_NOT_FOUND from
+// v6, LEADER_NOT_AVAILABLE before.
+func partitionMetadata(s *coord.Snapshot, vt coord.VersionedTopic, listed map[int32]bool, version int16) []kmsg.MetadataResponseTopicPartition {
 	states := s.Partitions[vt.Topic.Name]
 	out := make([]kmsg.MetadataResponseTopicPartition, 0, len(vt.Topic.Partitions))
 	for i, replicas := range vt.Topic.Partitions {
@@ -219,8 +225,16 @@ func partitionMetadata(s *coord.Snapshot, vt coord.VersionedTopic) []kmsg.Metada
 		}
 		st := states[i].PartitionState
 		p.Leader, p.LeaderEpoch, p.ISR = st.Leader, st.LeaderEpoch, slices.Clone(st.ISR)
-		if _, alive := s.Brokers[st.Leader]; st.Leader == meta.NoLeader || !alive {
+		_, alive := s.Brokers[st.Leader]
+		switch {
+		case st.Leader == meta.NoLeader || !alive:
 			p.ErrorCode = kerr.LeaderNotAvailable.Code
+			p.Leader = -1
+		case !listed[st.Leader]:
+			p.ErrorCode = kerr.LeaderNotAvailable.Code
+			if version >= 6 {
+				p.ErrorCode = kerr.ListenerNotFound.Code
+			}
 			p.Leader = -1
 		}
 		if p.OfflineReplicas == nil {

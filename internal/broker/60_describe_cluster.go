@@ -33,13 +33,14 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *protocol.Request)
 	}
 	s := b.view()
 	resp.ClusterID = s.ClusterID
-	resp.ControllerID = controllerID(s)
+	listed := map[int32]bool{}
 	for _, id := range liveBrokers(s) {
 		br := s.Brokers[id].Broker
 		ep, ok := endpointFor(br, req)
 		if !ok {
 			continue
 		}
+		listed[id] = true
 		rb := kmsg.NewDescribeClusterResponseBroker()
 		rb.NodeID, rb.Host, rb.Port = br.ID, ep.Host, ep.Port
 		if br.Rack != "" {
@@ -48,5 +49,6 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *protocol.Request)
 		}
 		resp.Brokers = append(resp.Brokers, rb)
 	}
+	resp.ControllerID = controllerID(s, listed)
 	return reply(resp)
 }

@@ -675,19 +675,22 @@ func placementBrokers(s *coord.Snapshot) []int32 {
 	return placement(liveBrokers(s), func(id int32) string { return s.Brokers[id].Rack })
 }
 
-// controllerID is the controller reported to clients: the elected one, or,
-// in the moments without one (an election under way), the lowest live
-// broker id. Every broker can serve the admin requests that clients send to
-// "the controller" (they are etcd transactions), so either answer works.
-func controllerID(s *coord.Snapshot) int32 {
-	if s.ControllerID >= 0 {
+// controllerID is the controller reported to a client that was told the
+// brokers in listed (those with an endpoint for its listener): the elected
+// one, or, when there is none (an election under way) or the client has no
+// address for it, the lowest listed broker id. Every broker can serve the
+// admin requests that clients send to "the controller" (they are etcd
+// transactions), so any listed answer works; -1 if none is listed.
+func controllerID(s *coord.Snapshot, listed map[int32]bool) int32 {
+	if s.ControllerID >= 0 && listed[s.ControllerID] {
 		return s.ControllerID
 	}
-	ids := liveBrokers(s)
-	if len(ids) == 0 {
-		return -1
+	for _, id := range liveBrokers(s) {
+		if listed[id] {
+			return id
+		}
 	}
-	return ids[0]
+	return -1
 }
 
 // validTopicName applies Kafka's topic name rules.
