@@ -136,9 +136,47 @@ func (f *fetcher) stop() {
 // fetchBackoff is the pause after a failed fetch.
 const fetchBackoff = 200 * time.Millisecond
 
+// fetchWarnInterval is how often a fetcher that keeps failing the same
+// way says so at Warn level: the first failure is logged at once, then one
+// record per interval with the count, so a broker that cannot reach or
+// log in to a leader (a wrong inter-broker password, TLS mismatch, missing
+// CLUSTER_ACTION) says why without flooding the log.
+const fetchWarnInterval = 30 * time.Second
+
+// warnLimiter rate-limits a fetcher's Warn records, by subject.
+type warnLimiter struct {
+	last  map[string]time.Time
+	count map[string]int
+}
+
+// allow reports whether a record about subject may be logged now, and how
+// many were suppressed since the last one.
+func (w *warnLimiter) allow(subject string, now time.Time) (bool, int) {
+	if w.last == nil {
+		w.last, w.count = map[string]time.Time{}, map[string]int{}
+	}
+	if last, ok := w.last[subject]; ok && now.Sub(last) < fetchWarnInterval {
+		w.count[subject]++
+		return false, 0
+	}
+	n := w.count[subject]
+	w.last[subject], w.count[subject] = now, 0
+	return true, n
+}
+
+// clear forgets subject: its next failure is logged at once.
+func (w *warnLimiter) clear(subject string) bool {
+	_, had := w.last[subject]
+	delete(w.last, subject)
+	delete(w.count, subject)
+	return had
+}
+
 func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
 	log := f.b.logger.With("leader", f.leader)
+	var warns warnLimiter
+	const requestFailed = "request"
 	for ctx.Err() == nil {
 		f.mu.Lock()
 		parts := make(map[topicPartition]*localPartition, len(f.parts))
@@ -159,10 +197,18 @@ func (f *fetcher) run(ctx context.Context) {
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {
-				log.Debug("replica fetch failed", "err", err)
+				if ok, suppressed := warns.allow(requestFailed, time.Now()); ok {
+					log.Warn("replica fetches from the leader fail", "err", err, "failures_since_last_report", suppressed,
+						"inter_broker_listener", f.b.lc.interBroker)
+				} else {
+					log.Debug("replica fetch failed", "err", err)
+				}
 				f.pause(ctx, fetchBackoff)
 			}
 			continue
+		}
+		if warns.clear(requestFailed) {
+			log.Info("replica fetches from the leader work again")
 		}
 		resp := kresp.(*kmsg.FetchResponse)
 		backoff := resp.ErrorCode != 0
@@ -190,7 +236,13 @@ func (f *fetcher) run(ctx context.Context) {
 			backoff = true
 			if !errors.Is(err, replica.ErrNotLeader) && !errors.Is(err, replica.ErrRoleChanged) && !errors.Is(err, replica.ErrClosed) {
 				tp := answers[i].tp
-				log.Warn("replication of a partition failed", "topic", tp.topic, "partition", tp.partition, "err", err)
+				// By partition and error code: the error's text may carry
+				// offsets that change from one fetch to the next.
+				subject := tp.topic + "/" + strconv.Itoa(int(tp.partition)) + ":" + strconv.Itoa(int(errorCode(err)))
+				if ok, suppressed := warns.allow(subject, time.Now()); ok {
+					log.Warn("replication of a partition failed", "topic", tp.topic, "partition", tp.partition, "err", err,
+						"failures_since_last_report", suppressed)
+				}
 			}
 		}
 		if backoff {

@@ -492,6 +492,11 @@ func (b *Broker) addInitialScram(ctx context.Context) error {
 		}
 		if added {
 			b.logger.Info("added SCRAM credential", "user", s.User, "mechanism", s.Mechanism)
+		} else {
+			// As kafka-storage format --add-scram: only if absent. Say
+			// so, since a changed password given here changes nothing.
+			b.logger.Info("SCRAM credential exists; --add-scram leaves it as it is (change it with AlterUserScramCredentials)",
+				"user", s.User, "mechanism", s.Mechanism)
 		}
 	}
 	return nil
