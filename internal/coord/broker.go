@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -147,9 +146,10 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 		if len(kvs) == 0 {
 			continue // expired in between: try again
 		}
-		var old meta.Broker
+		// Ours if it holds exactly what we would write: the encodings are
+		// compared, not decoded values (an empty list decodes as nil).
 		previous := ro.replaceLease != 0 && kvs[0].Lease == ro.replaceLease && attempt < 3
-		if !previous && (attempt > 0 || kvs[0].Lease == 0 || meta.Decode(kvs[0].Value, &old) != nil || !reflect.DeepEqual(old, b)) {
+		if !previous && (attempt > 0 || kvs[0].Lease == 0 || string(kvs[0].Value) != string(val)) {
 			revoke()
 			return nil, fmt.Errorf("coord: %s: %w", op, ErrBrokerIDInUse)
 		}
