@@ -376,3 +376,19 @@ func TestReadLinesStopsOnCallbackError(t *testing.T) {
 		t.Errorf("err = %v after %d lines, want %v after 1", err, n, want)
 	}
 }
+
+// `user scram set` refuses iterations outside Kafka's range before it
+// derives anything: a huge count would keep PBKDF2 busy for hours.
+func TestUserScramSetIterations(t *testing.T) {
+	for _, n := range []string{"4095", "16385", "2000000000"} {
+		start := time.Now()
+		err := run(context.Background(), []string{"user", "scram", "set", "alice", "--password", "p", "--iterations", n,
+			"--bootstrap-server", "127.0.0.1:1"}, strings.NewReader(""), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--iterations") {
+			t.Errorf("--iterations %s: %v", n, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("--iterations %s took %v to refuse", n, d)
+		}
+	}
+}

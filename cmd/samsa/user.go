@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/samsa-io/samsa/internal/auth"
 )
 
 func init() { extraCommands = append(extraCommands, newUserCmd) }
@@ -62,6 +64,11 @@ func newUserScramSetCmd(o *extraOptions) *cobra.Command {
 			}
 			if (password == "") == (passwordFile == "") {
 				return errors.New("give exactly one of --password and --password-file")
+			}
+			// Checked before PBKDF2 runs: a huge count would keep it
+			// busy for hours before the broker refused it.
+			if iterations < auth.ScramMinIterations || iterations > auth.ScramMaxIterations {
+				return fmt.Errorf("--iterations %d: want %d to %d, as Kafka", iterations, auth.ScramMinIterations, auth.ScramMaxIterations)
 			}
 			if passwordFile != "" {
 				b, err := os.ReadFile(passwordFile)
