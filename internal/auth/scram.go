@@ -257,6 +257,8 @@ type scramSession struct {
 	clientFirstBare string
 	serverFirst     string
 	nonce           string
+	// clientNonce is the client's part of nonce.
+	clientNonce string
 
 	// authenticated is the user name once state is done.
 	authenticated string
@@ -396,6 +398,7 @@ func (s *scramSession) clientFirst(ctx context.Context, msg string) ([]byte, err
 	s.user, s.known, s.cred = user, known, cred
 	s.gs2Header = gs2Header
 	s.clientFirstBare = bare
+	s.clientNonce = clientNonce
 	s.nonce = clientNonce + s.serverNonce()
 	s.serverFirst = "r=" + s.nonce +
 		",s=" + base64.StdEncoding.EncodeToString(cred.Salt) +
@@ -434,7 +437,12 @@ func (s *scramSession) clientFinal(msg string) ([]byte, error) {
 	if !ok {
 		return nil, saslFail("malformed SCRAM client-final message: want r= after c=")
 	}
-	if nonce != s.nonce {
+	// librdkafka before 2.6.1 sends the client's nonce twice
+	// (confluentinc/librdkafka#4895), which Kafka 3.x took, checking that
+	// the nonce ends with the combined one. That form is taken, and no
+	// other: the proof covers the message as sent, whose nonce still
+	// carries this session's server nonce.
+	if nonce != s.nonce && nonce != s.clientNonce+s.nonce {
 		return nil, saslFail("SCRAM nonce does not match")
 	}
 	for _, ext := range attrs[2:] {

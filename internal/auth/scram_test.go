@@ -366,6 +366,13 @@ func TestScramClientFirstAccepts(t *testing.T) {
 // client-first bare message and the server's reply.
 func scramTestClientFinal(t *testing.T, mech, pass, gs2Header, clientFirstBare, serverFirst string) (final, wantServerFinal string) {
 	t.Helper()
+	return scramTestClientFinalNonce(t, mech, pass, gs2Header, clientFirstBare, serverFirst, func(n string) string { return n })
+}
+
+// scramTestClientFinalNonce is scramTestClientFinal sending nonce(the
+// combined nonce) as r=, with a proof over what it sends.
+func scramTestClientFinalNonce(t *testing.T, mech, pass, gs2Header, clientFirstBare, serverFirst string, nonce func(string) string) (final, wantServerFinal string) {
+	t.Helper()
 	h, _ := scramHashFor(mech)
 	m := scramServerFirstRE.FindStringSubmatch(serverFirst)
 	if m == nil {
@@ -392,7 +399,7 @@ func scramTestClientFinal(t *testing.T, mech, pass, gs2Header, clientFirstBare, 
 	d := h.newHash()
 	d.Write(clientKey)
 	storedKey := d.Sum(nil)
-	withoutProof := "c=" + base64.StdEncoding.EncodeToString([]byte(gs2Header)) + ",r=" + m[1]
+	withoutProof := "c=" + base64.StdEncoding.EncodeToString([]byte(gs2Header)) + ",r=" + nonce(m[1])
 	authMessage := clientFirstBare + "," + serverFirst + "," + withoutProof
 	proof := mac(storedKey, authMessage)
 	for i := range proof {
@@ -676,5 +683,39 @@ func TestScramCredentialFromSaltedLengths(t *testing.T) {
 	}
 	if _, err := ScramCredentialFromSalted(MechanismScramSHA512, nil, []byte("x"), 4096); err == nil {
 		t.Error("empty salt accepted")
+	}
+}
+
+// librdkafka before 2.6.1 sends the client nonce twice in client-final
+// (confluentinc/librdkafka#4895), which Kafka 3.x accepted: that form logs
+// in, with a proof over the message as sent; any other prefix does not.
+func TestScramDoubledClientNonce(t *testing.T) {
+	lookup := scramTestLookup(t, map[string]string{"alice": "alice-secret"})
+	for _, c := range []struct {
+		name   string
+		prefix string
+		ok     bool
+	}{{"client nonce twice", "clientnonce", true}, {"another prefix", "othernonce1", false}, {"half the client nonce", "client", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := scramTestSession(t, MechanismScramSHA512, lookup)
+			bare := "n=alice,r=clientnonce"
+			serverFirst, _, err := s.Step(ctx, []byte("n,,"+bare))
+			if err != nil {
+				t.Fatal(err)
+			}
+			final, wantServerFinal := scramTestClientFinalNonce(t, MechanismScramSHA512, "alice-secret", "n,,", bare, string(serverFirst),
+				func(n string) string { return c.prefix + n })
+			serverFinal, done, err := s.Step(ctx, []byte(final))
+			if c.ok {
+				if err != nil || !done || string(serverFinal) != wantServerFinal {
+					t.Fatalf("client-final: %q, done %v, err %v", serverFinal, done, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "nonce does not match") {
+				t.Fatalf("client-final with nonce prefix %q: err %v", c.prefix, err)
+			}
+		})
 	}
 }
