@@ -484,11 +484,18 @@ func TestBadInput(t *testing.T) {
 			binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 			return b
 		})},
-		{"trailing bytes after a request body", closes(func(rc *badConn) []byte {
-			b := append(rc.frame(badApiVersionsV3()), 0xde, 0xad)
+		{"trailing bytes after a request body are ignored, as by Kafka", func(t *testing.T, rc *badConn) {
+			// librdkafka 2.1+ sends its Metadata for all topics with
+			// three bytes more (librdkafka#5049); kafka-go its
+			// DescribeAcls v2+ with one.
+			req := badApiVersionsV3()
+			b := append(rc.frame(req), 0xde, 0xad)
 			binary.BigEndian.PutUint32(b, uint32(len(b)-4))
-			return b
-		})},
+			rc.write(b)
+			if resp := rc.readResponse(req, rc.corr).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+				t.Fatalf("ApiVersions with trailing bytes: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
+			}
+		}},
 		{"CRC mismatch fails that partition only", producesCodes(-1, []int16{kerr.CorruptMessage.Code, 0},
 			badPart{badTopic, 0, mutated(3, func(b []byte) { b[len(b)-1] ^= 0xff })},
 			badPart{badTopic, 1, badBatch(3, 10)},

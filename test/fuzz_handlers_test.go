@@ -595,8 +595,8 @@ func fuzzTimeout(err error) bool {
 }
 
 // fuzzDecode decodes body as kmsg does, or returns nil. The broker decodes
-// with kmsg too (and rejects more: versions it does not serve, trailing
-// bytes), so whatever it handles decodes here the same way.
+// with kmsg too (and rejects more: versions it does not serve), so
+// whatever it handles decodes here the same way.
 func fuzzDecode(body []byte) (req kmsg.Request) {
 	defer func() {
 		if recover() != nil {

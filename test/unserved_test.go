@@ -141,8 +141,7 @@ func TestUnservedKafkaGo(t *testing.T) {
 		call func() (error, error) // the transport's error, the API's
 	}{{
 		// Served since issue 12; without an authorizer the answer is
-		// SECURITY_DISABLED, as Kafka's. (kafka-go's DescribeACLs cannot
-		// read a v2+ response, from Kafka either: segmentio/topicctl#189.)
+		// SECURITY_DISABLED, as Kafka's.
 		name: "CreateACLs", want: kafka.SecurityDisabled,
 		call: func() (error, error) {
 			resp, err := cl.CreateACLs(ctx, &kafka.CreateACLsRequest{Addr: addr, ACLs: []kafka.ACLEntry{{
@@ -156,6 +155,20 @@ func TestUnservedKafkaGo(t *testing.T) {
 				return fmt.Errorf("%d results for one creation", len(resp.Errors)), nil
 			}
 			return nil, resp.Errors[0]
+		},
+	}, {
+		// Served since issue 12. kafka-go's v2+ request carries a byte
+		// after its body, which samsa ignores as Kafka does.
+		name: "DescribeACLs", want: kafka.SecurityDisabled,
+		call: func() (error, error) {
+			resp, err := cl.DescribeACLs(ctx, &kafka.DescribeACLsRequest{Addr: addr, Filter: kafka.ACLFilter{
+				ResourceTypeFilter: kafka.ResourceTypeAny, ResourcePatternTypeFilter: kafka.PatternTypeAny,
+				Operation: kafka.ACLOperationTypeAny, PermissionType: kafka.ACLPermissionTypeAny,
+			}})
+			if err != nil {
+				return err, nil
+			}
+			return nil, resp.Error
 		},
 	}, {
 		name: "AlterClientQuotas", want: kafka.UnsupportedVersion,

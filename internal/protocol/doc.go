@@ -187,10 +187,10 @@
 //   - a frame size out of range or too short for a header;
 //   - an API key unknown to kmsg or to Config.Versions, or a version outside
 //     the supported range;
-//   - a header or body that does not decode, or a body followed by trailing
-//     bytes (kmsg ignores them, so the decoded request is re-encoded and its
-//     length compared; Produce records are left out of that re-encoding, so
-//     it costs no copy of the data);
+//   - a header or body that does not decode (bytes after a body's last
+//     field are ignored, as Kafka's generated readers ignore them: clients
+//     send some, librdkafka 2.1+ in Metadata for all topics, kafka-go in
+//     DescribeAcls v2+);
 //   - a handler panic (logged at error level with the stack), a missing
 //     response, or a response for another API key.
 //
@@ -237,17 +237,17 @@
 // So nothing is allocated for a claimed length larger than the frame: a
 // Metadata request claiming 2^31-1 topics in a 30-byte frame fails having
 // allocated under a kilobyte. No pre-check was needed; this package adds
-// the frame-size checks before allocation, the minimum-header check, the
-// trailing-bytes check, a recover around decoding, and tests that pin the
-// bounds. What remains is the ratio of a decoded request's Go size to its
+// the frame-size checks before allocation, the minimum-header check, a
+// recover around decoding, and tests that pin the bounds. What remains is the ratio of a decoded request's Go size to its
 // wire size, which decoding into Go structs cannot avoid.
 // TestDecodeAllocationBounded measures it on 256 KiB frames built to
 // maximise it: about 42x for distinct unknown tags (a map entry for three or
 // four wire bytes), 25x for Metadata v9 with empty topic names (a struct and
 // a *string for two bytes), 17x for an array of empty compact strings (a
 // 16-byte string header for one byte), 3x for a Fetch with many partitions.
-// These figures, taken without the race detector, include this package's
-// own re-encoding (1x); FuzzDecodeRequest fails any input that exceeds 64x.
+// These figures were taken without the race detector, and include a
+// re-encoding of each request (1x) that the decoder no longer does;
+// FuzzDecodeRequest fails any input that exceeds 64x.
 // Decoded requests are released once answered, so what one connection can
 // hold is bounded by about (MaxInFlight+2) x MaxNonProduceRequestBytes x 45
 // for those requests, and by (MaxInFlight+2) x MaxRequestBytes x ~8 for

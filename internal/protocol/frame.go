@@ -18,8 +18,6 @@ var (
 	ErrFrameSize = errors.New("protocol: frame size out of range")
 	// ErrMalformed means a header or body could not be decoded.
 	ErrMalformed = errors.New("protocol: malformed message")
-	// ErrTrailingBytes means bytes follow a completely decoded body.
-	ErrTrailingBytes = errors.New("protocol: trailing bytes after body")
 	// ErrUnknownKey means the API key is not one kmsg knows or the server
 	// implements.
 	ErrUnknownKey = errors.New("protocol: unknown api key")
@@ -37,10 +35,6 @@ const (
 	// minRequestHeader is the smallest v1 request header: api_key int16,
 	// api_version int16, correlation_id int32, client_id length int16.
 	minRequestHeader = 2 + 2 + 4 + 2
-
-	// keepScratch is the largest re-encode buffer a decoder keeps between
-	// requests; larger ones are dropped after use.
-	keepScratch = 64 << 10
 )
 
 // VersionsFunc reports the implemented version range of an API key.
@@ -70,9 +64,6 @@ func kmsgVersions(key int16) (int16, int16, bool) {
 // connection's read goroutine.
 type decoder struct {
 	versions VersionsFunc
-	// scratch is reused to re-encode decoded bodies for the trailing-bytes
-	// check; it never holds more than keepScratch bytes between requests.
-	scratch []byte
 }
 
 // decode parses one frame (the bytes after the size prefix). The returned
@@ -133,75 +124,11 @@ func (d *decoder) decode(frame []byte) (req *Request, err error) {
 	if err := body.ReadFrom(src); err != nil {
 		return nil, fmt.Errorf("%w: key %d version %d body: %v", ErrMalformed, key, version, err)
 	}
-	if n := d.encodedLen(body, len(src)); n < len(src) {
-		return nil, fmt.Errorf("%w: key %d version %d: %d-byte body, %d decoded", ErrTrailingBytes, key, version, len(src), n)
-	}
+	// Bytes after the last field are ignored, as Kafka's generated
+	// readers ignore them: clients send some (librdkafka 2.1+ Metadata
+	// for all topics, librdkafka#5049; kafka-go's DescribeAcls v2+).
 	r.Body = body
 	return r, nil
-}
-
-// encodedLen returns the length of req's canonical encoding. kmsg's ReadFrom
-// ignores bytes after the last field, so the decoder compares this length
-// with the body's: the decoder consumed at least the canonical length
-// (longer only for non-canonical varints), so a body longer than the
-// canonical encoding has trailing bytes or non-canonical lengths, both of
-// which only a broken or hostile client sends.
-//
-// Produce records are left out of the re-encoding and their lengths added,
-// so that the check costs no copy of the record data.
-func (d *decoder) encodedLen(req kmsg.Request, bodyLen int) int {
-	p, isProduce := req.(*kmsg.ProduceRequest)
-	if !isProduce {
-		if cap(d.scratch) < bodyLen {
-			// One right-sized buffer rather than doublings from a
-			// small one: no more garbage than the body's size.
-			d.scratch = make([]byte, 0, bodyLen)
-		}
-		return d.appendLen(req)
-	}
-
-	// Set the records aside (on the stack for the usual few partitions),
-	// measure the rest, put them back.
-	type setAside struct {
-		topic, partition int
-		records          []byte
-	}
-	var stack [8]setAside
-	aside := stack[:0]
-	extra := 0
-	flexible := p.IsFlexible()
-	for ti := range p.Topics {
-		parts := p.Topics[ti].Partitions
-		for pi := range parts {
-			rec := parts[pi].Records
-			if rec == nil {
-				continue
-			}
-			aside = append(aside, setAside{ti, pi, rec})
-			extra += len(rec)
-			if flexible {
-				// Compact nullable bytes: uvarint(len+1) where nil
-				// takes one byte.
-				extra += kbin.UvarintLen(uint32(len(rec)+1)) - 1
-			}
-			parts[pi].Records = nil
-		}
-	}
-	n := d.appendLen(req) + extra
-	for _, a := range aside {
-		p.Topics[a.topic].Partitions[a.partition].Records = a.records
-	}
-	return n
-}
-
-// appendLen encodes req into the scratch buffer and returns the length.
-func (d *decoder) appendLen(req kmsg.Request) int {
-	d.scratch = req.AppendTo(d.scratch[:0])
-	n := len(d.scratch)
-	if cap(d.scratch) > keepScratch {
-		d.scratch = nil
-	}
-	return n
 }
 
 // appendResponse appends one response frame: size, correlation id, the
