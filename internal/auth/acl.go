@@ -39,6 +39,9 @@ func NewACLs(acls []meta.ACL, superUsers []string, allowIfNoACL bool) *ACLs {
 		x.super[u] = true
 	}
 	for _, a := range acls {
+		// Matched against the client's address as Go prints it:
+		// "0:0:0:0:0:0:0:1", as Kafka users write ::1, must match too.
+		a.Host = meta.CanonicalHost(a.Host)
 		t := x.byType[a.ResourceType]
 		if t == nil {
 			t = &typeACLs{literal: map[string][]meta.ACL{}, prefixed: map[string][]meta.ACL{}}
@@ -106,7 +109,8 @@ func allowImplies(granted, op meta.Operation) bool {
 }
 
 // Authorize reports whether principal, connected from host (an IP
-// address), may perform op on the resource typ/name.
+// address in meta.CanonicalHost's form), may perform op on the resource
+// typ/name.
 func (x *ACLs) Authorize(principal, host string, op meta.Operation, typ meta.ResourceType, name string) bool {
 	if x.super[principal] {
 		return true
@@ -148,7 +152,9 @@ func (x *ACLs) Authorize(principal, host string, op meta.Operation, typ meta.Res
 // at least one resource of type typ: some ALLOW covers the operation and
 // no DENY covers all that this ALLOW covers (a DENY of the same LITERAL
 // name, of the LITERAL "*", or of a PREFIXED pattern that is a prefix of
-// the ALLOW's pattern). Without any ACL of the type, it is AllowIfNoACL.
+// the ALLOW's pattern). With allow.everyone.if.no.acl.found, a resource
+// that no ACL covers counts too: then only a LITERAL "*" ACL of the type
+// makes the answer depend on the ACLs.
 func (x *ACLs) AuthorizeAny(principal, host string, op meta.Operation, typ meta.ResourceType) bool {
 	if x.super[principal] {
 		return true
@@ -156,6 +162,12 @@ func (x *ACLs) AuthorizeAny(principal, host string, op meta.Operation, typ meta.
 	t := x.byType[typ]
 	if t == nil {
 		return x.allowIfNoACL
+	}
+	// As Kafka's authorizeByResourceType: with allow.everyone.if.no.acl.found,
+	// a resource that no ACL covers is allowed, and one exists unless the
+	// LITERAL "*" covers every name (PREFIXED patterns never cover them all).
+	if x.allowIfNoACL && len(t.literal[WildcardResource]) == 0 {
+		return true
 	}
 	denies := func(a meta.ACL) bool {
 		return a.Permission == meta.PermissionDeny && principalMatches(a, principal) && hostMatches(a, host) &&
@@ -225,6 +237,10 @@ type ACLFilter struct {
 // since samsa stores no ACL of those types.
 const maxFilterResourceType = 7
 
+// maxFilterOperation is Kafka's highest operation code that a filter may
+// name (the delegation token ones and beyond select nothing here).
+const maxFilterOperation = 15
+
 // ValidateACLFilter refuses a filter with an UNKNOWN value (a client's
 // enum that samsa does not know, or 0).
 func ValidateACLFilter(f ACLFilter) error {
@@ -233,7 +249,7 @@ func ValidateACLFilter(f ACLFilter) error {
 		return fmt.Errorf("unknown resource type %d", int8(f.ResourceType))
 	case f.PatternType < meta.PatternAny || f.PatternType > meta.PatternPrefixed:
 		return fmt.Errorf("unknown pattern type %d", int8(f.PatternType))
-	case f.Operation < meta.OpAny || f.Operation > meta.OpIdempotentWrite:
+	case f.Operation < meta.OpAny || f.Operation > maxFilterOperation:
 		return fmt.Errorf("unknown operation %d", int8(f.Operation))
 	case f.Permission < meta.PermissionAny || f.Permission > meta.PermissionAllow:
 		return fmt.Errorf("unknown permission type %d", int8(f.Permission))

@@ -115,12 +115,14 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 			if _, ok := s.Topics[name]; ok || denied[name] || validTopicName(name) != nil {
 				continue
 			}
-			if !mayCreateAny && !az.topic(kmsg.ACLOperationCreate, name) {
+			// A topic this broker does not serve yet but etcd has is being
+			// created: it needs no CREATE to be described as such.
+			_, stored := newest.Topics[name]
+			if !stored && !mayCreateAny && !az.topic(kmsg.ACLOperationCreate, name) {
 				denied[name] = true
 				continue
 			}
-			// A topic this broker does not serve yet is being created.
-			if _, ok := newest.Topics[name]; !ok {
+			if !stored {
 				err := b.createTopic(ctx, name, -1, -1, nil, nil)
 				if err != nil && errorCode(err) != kerr.TopicAlreadyExists.Code {
 					b.logger.Warn("auto-create topic failed", "topic", name, "err", err)

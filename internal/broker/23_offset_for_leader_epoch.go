@@ -7,10 +7,10 @@ package broker
 // asked for and the end offset of that epoch (the start of the next epoch,
 // or the LEO for the current one); (-1, -1) when the epoch predates the
 // log. Consumers use this to detect truncation (KIP-320); followers to find
-// where their log diverges (KIP-101/279). With an authorizer, a
-// follower's request (ReplicaID >= 0) needs CLUSTER_ACTION on the cluster
-// (else CLUSTER_AUTHORIZATION_FAILED everywhere) and a consumer's DESCRIBE
-// on each topic (else TOPIC_AUTHORIZATION_FAILED on its partitions).
+// where their log diverges (KIP-101/279). With an authorizer, as Kafka,
+// whatever the ReplicaID: CLUSTER_ACTION on the cluster allows every
+// topic, else each topic needs DESCRIBE (else TOPIC_AUTHORIZATION_FAILED
+// on its partitions).
 
 import (
 	"context"
@@ -26,23 +26,17 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *protocol.Req
 	resp := r.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	s := b.view()
 	az := b.authz(req)
-	refused := int16(0)
-	if r.ReplicaID >= 0 && !az.cluster(kmsg.ACLOperationClusterAction) {
-		refused = kerr.ClusterAuthorizationFailed.Code
-	}
+	clusterAction := az.cluster(kmsg.ACLOperationClusterAction)
 	for _, t := range r.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
-		describable := r.ReplicaID >= 0 || az.topic(kmsg.ACLOperationDescribe, t.Topic)
+		describable := clusterAction || az.topic(kmsg.ACLOperationDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LeaderEpoch, rp.EndOffset = -1, -1
-			if refused != 0 || !describable {
-				rp.ErrorCode = refused
-				if refused == 0 {
-					rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
-				}
+			if !describable {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

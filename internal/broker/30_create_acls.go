@@ -5,11 +5,14 @@ package broker
 // creation: INVALID_REQUEST with the reason for an ACL meta.ValidateACL
 // refuses (v0 has no pattern type: LITERAL), CLUSTER_AUTHORIZATION_FAILED
 // for all without ALTER on the cluster, SECURITY_DISABLED without an
-// authorizer. Creating an ACL that exists succeeds. The answer comes once
+// authorizer. Creating an ACL that exists, or one twice, succeeds; the
+// request's ACLs are stored together or not at all (one etcd transaction;
+// at most maxACLsPerRequest, else INVALID_REQUEST). The answer comes once
 // this broker's cache has the new ACLs, so a DescribeAcls to it sees them.
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,6 +55,13 @@ func (b *Broker) handleCreateACLs(ctx context.Context, req *protocol.Request) pr
 		valid, validAt = append(valid, a), append(validAt, i)
 	}
 	if len(valid) == 0 {
+		return reply(resp)
+	}
+	if len(valid) > maxACLsPerRequest {
+		msg := fmt.Sprintf("at most %d ACLs per request, as Kafka", maxACLsPerRequest)
+		for _, i := range validAt {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, &msg
+		}
 		return reply(resp)
 	}
 	return protocol.Response{Later: func() kmsg.Response {

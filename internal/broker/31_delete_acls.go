@@ -6,11 +6,14 @@ package broker
 // INVALID_REQUEST; all get CLUSTER_AUTHORIZATION_FAILED without ALTER on
 // the cluster and SECURITY_DISABLED without an authorizer. An ACL created
 // while the request runs (on another broker) is deleted only if this
-// broker's cache already holds it. The answer comes once this broker's
-// cache reflects the deletions.
+// broker's cache already holds it. The deletions are made together or
+// not at all (one etcd transaction; at most maxACLsPerRequest ACLs, else
+// INVALID_REQUEST). The answer comes once this broker's cache reflects
+// them.
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -68,6 +71,14 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, req *protocol.Request) pr
 		}
 	}
 	if len(keys) == 0 {
+		return reply(resp)
+	}
+	if len(keys) > maxACLsPerRequest {
+		msg := fmt.Sprintf("the filters match %d ACLs, more than the %d one request may delete; narrow them", len(keys), maxACLsPerRequest)
+		for _, i := range valid {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = kerr.InvalidRequest.Code, &msg
+			resp.Results[i].MatchingACLs = nil
+		}
 		return reply(resp)
 	}
 	return protocol.Response{Later: func() kmsg.Response {

@@ -26,6 +26,12 @@ import (
 	"github.com/samsa-io/samsa/internal/protocol"
 )
 
+// maxACLsPerRequest bounds the ACLs one CreateAcls or DeleteAcls writes,
+// as Kafka bounds the records of one user operation (10000): each request
+// is one etcd transaction, and an external etcd needs --max-txn-ops and
+// --max-request-bytes raised for large ones.
+const maxACLsPerRequest = 10000
+
 // errTopicAuthorization is TOPIC_AUTHORIZATION_FAILED where an error
 // value carries the answer.
 var errTopicAuthorization = errors.New("topic authorization failed")

@@ -3,6 +3,7 @@ package meta
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 )
 
@@ -130,10 +131,27 @@ func (p *Permission) UnmarshalText(b []byte) error {
 	return err
 }
 
+// MaxACLStringLen bounds an ACL's resource name, principal and host, so
+// that a CreateAcls request of many ACLs stays within what etcd takes in
+// one transaction (1.5 MiB by default).
+const MaxACLStringLen = 2048
+
+// CanonicalHost is the form hosts are stored and compared in: an IP
+// address as Go prints it (IPv6 compressed, "::1", where Kafka's Java
+// prints "0:0:0:0:0:0:0:1"), so that an ACL written either way matches
+// the client's address; "*" and anything that is not an IP address are
+// kept as they are (the latter matches no client, as in Kafka).
+func CanonicalHost(h string) string {
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.String()
+	}
+	return h
+}
+
 // ValidateACL checks an ACL that is to be created, with Kafka's rules:
 // a concrete resource type (Topic, Group, Cluster, TransactionalId:
 // delegation tokens and users are not served), a LITERAL or PREFIXED
-// pattern over a non-empty name (the Cluster's is kafka-cluster, literal),
+// pattern over a non-empty name (the Cluster's is kafka-cluster),
 // a principal of the form Type:name, a host, a concrete operation and
 // ALLOW or DENY. The error says what is wrong.
 func ValidateACL(a ACL) error {
@@ -150,8 +168,13 @@ func ValidateACL(a ACL) error {
 	if a.ResourceName == "" {
 		return errors.New("empty resource name")
 	}
-	if a.ResourceType == ResourceCluster && (a.ResourceName != ClusterResourceName || a.PatternType != PatternLiteral) {
-		return fmt.Errorf("the only CLUSTER resource is the literal %q", ClusterResourceName)
+	if a.ResourceType == ResourceCluster && a.ResourceName != ClusterResourceName {
+		return fmt.Errorf("the only CLUSTER resource is %q", ClusterResourceName)
+	}
+	for what, v := range map[string]string{"resource name": a.ResourceName, "principal": a.Principal, "host": a.Host} {
+		if len(v) > MaxACLStringLen {
+			return fmt.Errorf("%s of %d bytes: at most %d", what, len(v), MaxACLStringLen)
+		}
 	}
 	if typ, name, ok := strings.Cut(a.Principal, ":"); !ok || typ == "" || name == "" {
 		return fmt.Errorf("principal %q: want Type:name, as in User:alice or User:*", a.Principal)

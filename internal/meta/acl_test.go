@@ -44,19 +44,28 @@ func TestValidateACL(t *testing.T) {
 		"match pattern":     func(a *ACL) { a.PatternType = PatternMatch },
 		"empty name":        func(a *ACL) { a.ResourceName = "" },
 		"cluster named foo": func(a *ACL) { a.ResourceType, a.ResourceName = ResourceCluster, "foo" },
-		"prefixed cluster": func(a *ACL) {
-			a.ResourceType, a.ResourceName, a.PatternType = ResourceCluster, ClusterResourceName, PatternPrefixed
-		},
-		"bare principal": func(a *ACL) { a.Principal = "alice" },
-		"empty host":     func(a *ACL) { a.Host = "" },
-		"any operation":  func(a *ACL) { a.Operation = OpAny },
-		"operation 13":   func(a *ACL) { a.Operation = 13 },
-		"any permission": func(a *ACL) { a.Permission = PermissionAny },
+		"long name":         func(a *ACL) { a.ResourceName = strings.Repeat("n", MaxACLStringLen+1) },
+		"bare principal":    func(a *ACL) { a.Principal = "alice" },
+		"empty host":        func(a *ACL) { a.Host = "" },
+		"any operation":     func(a *ACL) { a.Operation = OpAny },
+		"operation 13":      func(a *ACL) { a.Operation = 13 },
+		"any permission":    func(a *ACL) { a.Permission = PermissionAny },
 	} {
 		a := ok
 		change(&a)
 		if ValidateACL(a) == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestCanonicalHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"*": "*", "10.0.0.1": "10.0.0.1", "0:0:0:0:0:0:0:1": "::1", "::1": "::1",
+		"2001:DB8:0:0:0:0:0:1": "2001:db8::1", "::ffff:10.0.0.1": "10.0.0.1", "host.example": "host.example",
+	} {
+		if got := CanonicalHost(in); got != want {
+			t.Errorf("CanonicalHost(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
