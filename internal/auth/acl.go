@@ -20,6 +20,17 @@ type ACLs struct {
 	super        map[string]bool
 	allowIfNoACL bool
 	byType       map[meta.ResourceType]*typeACLs
+	// closed refuses everyone but super users (FailClosed).
+	closed bool
+}
+
+// FailClosed returns a copy of x that refuses every principal but the
+// super users: for a cluster whose stored ACLs include one that cannot be
+// read, which might be a DENY.
+func (x *ACLs) FailClosed() *ACLs {
+	c := *x
+	c.closed = true
+	return &c
 }
 
 // typeACLs holds the ACLs of one resource type by pattern.
@@ -115,6 +126,9 @@ func (x *ACLs) Authorize(principal, host string, op meta.Operation, typ meta.Res
 	if x.super[principal] {
 		return true
 	}
+	if x.closed {
+		return false
+	}
 	t := x.byType[typ]
 	if t == nil {
 		return x.allowIfNoACL
@@ -158,6 +172,9 @@ func (x *ACLs) Authorize(principal, host string, op meta.Operation, typ meta.Res
 func (x *ACLs) AuthorizeAny(principal, host string, op meta.Operation, typ meta.ResourceType) bool {
 	if x.super[principal] {
 		return true
+	}
+	if x.closed {
+		return false
 	}
 	t := x.byType[typ]
 	if t == nil {

@@ -150,3 +150,13 @@ func TestACLFilter(t *testing.T) {
 		t.Error("operation 99 accepted")
 	}
 }
+
+func TestACLsFailClosed(t *testing.T) {
+	x := NewACLs(nil, []string{"User:admin"}, true).FailClosed()
+	if x.Authorize("User:a", "h", meta.OpRead, topic, "t") || x.AuthorizeAny("User:a", "h", meta.OpWrite, topic) {
+		t.Error("a fail-closed index allows a non-super user")
+	}
+	if !x.Authorize("User:admin", "h", meta.OpRead, topic, "t") {
+		t.Error("a fail-closed index refuses a super user")
+	}
+}

@@ -80,7 +80,13 @@ func (b *Broker) acls() *auth.ACLs {
 	for _, a := range s.ACLs {
 		list = append(list, a)
 	}
-	built := &builtACLs{revision: s.ACLRevision, acls: auth.NewACLs(list, b.cfg.SuperUsers, b.cfg.AllowEveryoneIfNoACL)}
+	acls := auth.NewACLs(list, b.cfg.SuperUsers, b.cfg.AllowEveryoneIfNoACL)
+	if len(s.BadACLs) > 0 {
+		b.logger.Error("ACLs in etcd do not decode: every principal but the super users is refused until they are deleted",
+			"count", len(s.BadACLs))
+		acls = acls.FailClosed()
+	}
+	built := &builtACLs{revision: s.ACLRevision, acls: acls}
 	x.cur.Store(built)
 	return built.acls
 }

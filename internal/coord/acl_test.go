@@ -53,3 +53,33 @@ func TestACLsReachTheCache(t *testing.T) {
 		t.Fatalf("create with an ANY operation: %v", err)
 	}
 }
+
+// An ACL value that does not decode (a newer version's enum, a hand edit)
+// is not dropped silently: the snapshot lists it in BadACLs, so that the
+// authorizer can fail closed, until the key is deleted or fixed.
+func TestBadACLsAreReported(t *testing.T) {
+	c := connect(t, sharedEtcd(t), clusterName(t))
+	cache := newCache(t, c)
+	key := c.keys.abs(dirACLs + "bad")
+	resp, err := c.etcd.Put(testCtx(t), key, `{"resource_type":"TOPIC","resource_name":"t","pattern_type":"LITERAL",`+
+		`"principal":"User:a","host":"*","operation":"FLY","permission":"DENY"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.WaitRevision(testCtx(t), resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	s := cache.Snapshot()
+	if !s.BadACLs["bad"] || len(s.ACLs) != 0 {
+		t.Fatalf("after a bad ACL: BadACLs %v, ACLs %v", s.BadACLs, s.ACLs)
+	}
+	if fresh := newCache(t, c).Snapshot(); !fresh.BadACLs["bad"] {
+		t.Fatalf("a fresh cache does not report the bad ACL: %v", fresh.BadACLs)
+	}
+	if err := c.DeleteACLs(testCtx(t), []string{"bad"}); err != nil {
+		t.Fatal(err)
+	}
+	if s := readYourWrites(t, cache, c); len(s.BadACLs) != 0 || s.ACLRevision < resp.Header.Revision {
+		t.Fatalf("after deleting it: BadACLs %v", s.BadACLs)
+	}
+}

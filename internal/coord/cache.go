@@ -40,6 +40,10 @@ type Snapshot struct {
 	// can rebuild what it derives from ACLs only then.
 	ACLs        map[string]meta.ACL
 	ACLRevision int64
+	// BadACLs holds the keys of ACLs that do not decode or validate (a
+	// newer samsa's enum value, a hand-edited key): an authorizer must
+	// fail closed while any exists, since a DENY may be among them.
+	BadACLs map[string]bool
 }
 
 // Partition returns the stored state of one partition, if any.
@@ -57,6 +61,7 @@ func emptySnapshot() *Snapshot {
 		Topics:       map[string]VersionedTopic{},
 		Partitions:   map[string][]VersionedPartition{},
 		ACLs:         map[string]meta.ACL{},
+		BadACLs:      map[string]bool{},
 		ControllerID: -1,
 	}
 }
@@ -412,6 +417,7 @@ func (b *builder) topics() map[string]VersionedTopic {
 func (b *builder) acls(rev int64) map[string]meta.ACL {
 	if !b.ownACLs {
 		b.s.ACLs = cloneMap(b.s.ACLs)
+		b.s.BadACLs = cloneMap(b.s.BadACLs)
 		b.ownACLs = true
 	}
 	b.s.ACLRevision = max(b.s.ACLRevision, rev)
@@ -475,12 +481,20 @@ func (b *builder) put(kv *mvccpb.KeyValue) {
 		b.topics()[pk.topic] = vt
 	case kindACL:
 		var a meta.ACL
-		if err := meta.Decode(kv.Value, &a); err != nil || meta.ValidateACL(a) != nil {
-			b.log.Error("coord: skipping undecodable or invalid ACL", "key", string(kv.Key), "err", err)
-			b.del(kv)
+		err := meta.Decode(kv.Value, &a)
+		if err == nil {
+			err = meta.ValidateACL(a)
+		}
+		acls := b.acls(kv.ModRevision)
+		if err != nil {
+			b.log.Error("coord: an ACL does not decode; authorization refuses all but super users until it is deleted",
+				"key", string(kv.Key), "err", err)
+			delete(acls, pk.acl)
+			b.s.BadACLs[pk.acl] = true
 			return
 		}
-		b.acls(kv.ModRevision)[pk.acl] = a
+		acls[pk.acl] = a
+		delete(b.s.BadACLs, pk.acl)
 	case kindPartition:
 		vp, err := decodePartition(kv)
 		if err != nil {
@@ -514,8 +528,10 @@ func (b *builder) del(kv *mvccpb.KeyValue) {
 			delete(b.topics(), pk.topic)
 		}
 	case kindACL:
-		if _, ok := b.s.ACLs[pk.acl]; ok {
+		_, ok := b.s.ACLs[pk.acl]
+		if ok || b.s.BadACLs[pk.acl] {
 			delete(b.acls(kv.ModRevision), pk.acl)
+			delete(b.s.BadACLs, pk.acl)
 		}
 	case kindPartition:
 		if int(pk.partition) >= len(b.s.Partitions[pk.topic]) {
