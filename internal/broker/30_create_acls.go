@@ -25,18 +25,11 @@ func (b *Broker) handleCreateACLs(ctx context.Context, req *protocol.Request) pr
 	r := req.Body.(*kmsg.CreateACLsRequest)
 	resp := r.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(r.Creations))
-	failAll := func(code int16, msg string) protocol.Response {
+	if code, msg := b.aclAlterRefusal(req, "CreateAcls"); code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, &msg
 		}
 		return reply(resp)
-	}
-	az := b.authz(req)
-	if !az.enabled() {
-		return failAll(kerr.SecurityDisabled.Code, noAuthorizerMessage)
-	}
-	if !az.cluster(kmsg.ACLOperationAlter) {
-		return failAll(kerr.ClusterAuthorizationFailed.Code, "CreateAcls needs ALTER on the cluster")
 	}
 	var valid []meta.ACL
 	var validAt []int

@@ -27,18 +27,11 @@ func (b *Broker) handleDeleteACLs(ctx context.Context, req *protocol.Request) pr
 	r := req.Body.(*kmsg.DeleteACLsRequest)
 	resp := r.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(r.Filters))
-	failAll := func(code int16, msg string) protocol.Response {
+	if code, msg := b.aclAlterRefusal(req, "DeleteAcls"); code != 0 {
 		for i := range resp.Results {
 			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = code, &msg
 		}
 		return reply(resp)
-	}
-	az := b.authz(req)
-	if !az.enabled() {
-		return failAll(kerr.SecurityDisabled.Code, noAuthorizerMessage)
-	}
-	if !az.cluster(kmsg.ACLOperationAlter) {
-		return failAll(kerr.ClusterAuthorizationFailed.Code, "DeleteAcls needs ALTER on the cluster")
 	}
 	acls := b.cache.Snapshot().ACLs
 	var keys []string

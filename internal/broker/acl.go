@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/auth"
@@ -160,6 +161,20 @@ func (a authz) authorizedOps(typ kmsg.ACLResourceType, name string, ops []kmsg.A
 		}
 	}
 	return bits
+}
+
+// aclAlterRefusal is why req, a CreateAcls or DeleteAcls (what), may not
+// change ACLs: no authorizer (SECURITY_DISABLED) or no ALTER on the
+// cluster; code 0 if it may.
+func (b *Broker) aclAlterRefusal(req *protocol.Request, what string) (code int16, msg string) {
+	az := b.authz(req)
+	switch {
+	case !az.enabled():
+		return kerr.SecurityDisabled.Code, noAuthorizerMessage
+	case !az.cluster(kmsg.ACLOperationAlter):
+		return kerr.ClusterAuthorizationFailed.Code, what + " needs ALTER on the cluster"
+	}
+	return 0, ""
 }
 
 // aclFilter is the filter of a DescribeAcls request or of one DeleteAcls
