@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -107,5 +108,31 @@ func TestFollowerFetchFailuresAreReported(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.msgs) != 1 {
 		t.Fatalf("Warn records over %d failed fetches: %q; want exactly one (then one per %v)", h.failures, h.msgs, fetchWarnInterval)
+	}
+}
+
+// The limiter forgets subjects not reported within the interval once it
+// holds many, so a fetcher's partitions coming and going do not grow it
+// for ever; a subject reported within the interval stays suppressed.
+func TestWarnLimiterPrunes(t *testing.T) {
+	var w warnLimiter
+	t0 := time.Now()
+	for i := range maxWarnSubjects {
+		if ok, _ := w.allow(fmt.Sprint("old", i), t0); !ok {
+			t.Fatalf("first report of old%d suppressed", i)
+		}
+	}
+	later := t0.Add(fetchWarnInterval)
+	if ok, _ := w.allow("recent", later.Add(-time.Second)); !ok {
+		t.Fatal("first report of recent suppressed")
+	}
+	if ok, _ := w.allow("new", later); !ok {
+		t.Fatal("first report of new suppressed")
+	}
+	if len(w.last) != 2 {
+		t.Errorf("%d subjects kept after pruning, want 2 (recent, new)", len(w.last))
+	}
+	if ok, _ := w.allow("recent", later); ok {
+		t.Error("recent reported again within the interval")
 	}
 }

@@ -143,6 +143,10 @@ const fetchBackoff = 200 * time.Millisecond
 // CLUSTER_ACTION) says why without flooding the log.
 const fetchWarnInterval = 30 * time.Second
 
+// maxWarnSubjects is how many subjects a warnLimiter keeps before it
+// prunes the stale ones.
+const maxWarnSubjects = 256
+
 // warnLimiter rate-limits a fetcher's Warn records, by subject.
 type warnLimiter struct {
 	last  map[string]time.Time
@@ -158,6 +162,16 @@ func (w *warnLimiter) allow(subject string, now time.Time) (bool, int) {
 	if last, ok := w.last[subject]; ok && now.Sub(last) < fetchWarnInterval {
 		w.count[subject]++
 		return false, 0
+	}
+	if len(w.last) >= maxWarnSubjects {
+		// Partitions come and go: forget the subjects not reported
+		// within the interval, whose next failure is news anyway.
+		for k, t := range w.last {
+			if now.Sub(t) >= fetchWarnInterval {
+				delete(w.last, k)
+				delete(w.count, k)
+			}
+		}
 	}
 	n := w.count[subject]
 	w.last[subject], w.count[subject] = now, 0

@@ -128,6 +128,10 @@ func Connect(ctx context.Context, endpoints []string, cluster string, opts ...Op
 		DialTimeout: o.dialTimeout,
 		// Detect a dead connection (half-open TCP, blackholed peer) even
 		// when the lease keepalive stream is the only traffic.
+		// Up to what the embedded member takes (etcd's client sends at
+		// most 2 MiB by default): large transactions (many partitions,
+		// many ACLs) then fail at the server, as ErrTxnTooLarge.
+		MaxCallSendMsgSize:   embeddedMaxRequestBytes + 1<<20,
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
 		Logger:               newZapLogger(o.logger.With("component", "etcd-client"), zapcore.ErrorLevel, nil),
@@ -254,7 +258,8 @@ func (c *Client) wrapErr(op string, err error) error {
 	switch {
 	case c.isClosed():
 		return fmt.Errorf("coord: %s: %w", op, ErrClosed)
-	case errors.Is(err, rpctypes.ErrTooManyOps), errors.Is(err, rpctypes.ErrRequestTooLarge):
+	case errors.Is(err, rpctypes.ErrTooManyOps), errors.Is(err, rpctypes.ErrRequestTooLarge),
+		status.Code(err) == codes.ResourceExhausted: // the client's own send limit
 		return fmt.Errorf("coord: %s: %w: %w", op, ErrTxnTooLarge, err)
 	case isUnavailable(err):
 		return fmt.Errorf("coord: %s: %w: %w", op, ErrUnavailable, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"unicode/utf8"
 )
 
 // ClusterResourceName is the name of the one Cluster resource of ACLs.
@@ -174,6 +175,11 @@ func ValidateACL(a ACL) error {
 	for what, v := range map[string]string{"resource name": a.ResourceName, "principal": a.Principal, "host": a.Host} {
 		if len(v) > MaxACLStringLen {
 			return fmt.Errorf("%s of %d bytes: at most %d", what, len(v), MaxACLStringLen)
+		}
+		// Stored as JSON, which would replace invalid bytes: the ACL read
+		// back would not be the one created.
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%s is not valid UTF-8", what)
 		}
 	}
 	if typ, name, ok := strings.Cut(a.Principal, ":"); !ok || typ == "" || name == "" {
