@@ -60,9 +60,7 @@ func TestACLCases(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	saslAddr := b.Addrs()[0]
-	login := func(user string, opts ...kgo.Opt) *kgo.Client {
-		return secureClient(t, saslAddr, append([]kgo.Opt{kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism())}, opts...)...)
-	}
+	login := func(user string, opts ...kgo.Opt) *kgo.Client { return aclLogin(t, saslAddr, user, opts...) }
 	admin := login("admin")
 	adm := kadm.NewClient(admin)
 	for _, name := range []string{"t", "pre-x", "other"} {
@@ -309,9 +307,7 @@ func TestACLAcrossBrokers(t *testing.T) {
 	c := startInProcessCluster(t, 3, aclOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	login := func(user, addr string, opts ...kgo.Opt) *kgo.Client {
-		return secureClient(t, addr, append([]kgo.Opt{kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism())}, opts...)...)
-	}
+	login := func(user, addr string, opts ...kgo.Opt) *kgo.Client { return aclLogin(t, addr, user, opts...) }
 	addrs := c.bootstrap()
 	admin := login("admin", addrs[0])
 	adm := kadm.NewClient(admin)

@@ -63,6 +63,13 @@ func aclOpts(cfg *broker.Config) {
 	}
 }
 
+// aclLogin is a client of addr logged in with PLAIN as user, whose
+// password in aclOpts is user + "-secret".
+func aclLogin(t testing.TB, addr, user string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	return secureClient(t, addr, append([]kgo.Opt{kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism())}, opts...)...)
+}
+
 // aclOutcome is what a principal got: the error code that matters and a
 // summary of what the answer revealed ("" = nothing).
 type aclOutcome struct {
@@ -113,9 +120,7 @@ func TestACLMatrix(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	saslAddr, plainAddr := b.Addrs()[0], b.Addrs()[1]
-	login := func(user string) *kgo.Client {
-		return secureClient(t, saslAddr, kgo.SASL(plain.Auth{User: user, Pass: user + "-secret"}.AsMechanism()))
-	}
+	login := func(user string) *kgo.Client { return aclLogin(t, saslAddr, user) }
 	clients := map[string]*kgo.Client{
 		"admin": login("admin"), "alice": login("alice"), "bob": login("bob"),
 		"anonymous": secureClient(t, plainAddr),
