@@ -191,12 +191,13 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
 		recs[ti] = make([]klog.Records, len(t.Partitions))
+		allowed := fa.allowed(r, t.Topic)
 		for i, p := range t.Partitions {
 			rp := &rt.Partitions[i]
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			if !fa.allowed(r, t.Topic) {
+			if !allowed {
 				// Not hasError: the fetch may still wait for the others.
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				continue
