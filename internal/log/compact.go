@@ -21,8 +21,8 @@ const (
 type CompactOptions struct {
 	// UpperBound: only segments whose batches all lie below it are cleaned,
 	// and only their records are used to decide what is superseded. The
-	// broker passes the high watermark (the last stable offset once
-	// transactions exist). The active segment is never cleaned.
+	// broker passes the last stable offset, below which every transaction
+	// is decided. The active segment is never cleaned.
 	UpperBound int64
 	// DeleteRetentionMs (delete.retention.ms): a tombstone (a keyed record
 	// with a null value) that is the latest record of its key is kept until
@@ -64,6 +64,9 @@ type CompactStats struct {
 	// the records are malformed. (Compressed batches with no Decompress
 	// option are not counted.)
 	UndecodableBatches int
+	// AbortedRemoved counts the records removed because their transaction
+	// was aborted.
+	AbortedRemoved int
 	// Interrupted: a truncation cut into the segments being compacted
 	// during the run, which stopped there (segments swapped in before it
 	// stay compacted; the rest stay as they were). Compact again, with an
@@ -210,6 +213,25 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	nowMs := l.nowMs()
 	limits := l.cfg.indexLimits()
 	segmentBytes := l.cfg.SegmentBytes
+	// Aborted transactions (their markers may lie past the cleanable
+	// range): their records neither supersede others nor stay.
+	abortedSpans := map[int64][][2]int64{}
+	for _, s := range l.segments {
+		for _, a := range s.aborted {
+			abortedSpans[a.ProducerID] = append(abortedSpans[a.ProducerID], [2]int64{a.FirstOffset, a.LastOffset})
+		}
+	}
+	isAborted := func(h *BatchHeader) bool {
+		if !h.IsTransactional() || h.IsControl() {
+			return false
+		}
+		for _, sp := range abortedSpans[h.ProducerID] {
+			if sp[0] <= h.BaseOffset && h.BaseOffset <= sp[1] {
+				return true
+			}
+		}
+		return false
+	}
 	job := &compactRun{l: l, cutBelow: math.MaxInt64}
 	if len(segs) > 0 {
 		job.end = segs[len(segs)-1].seg.nextOffset
@@ -255,7 +277,7 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 	unread := map[int64]error{}
 	for i, v := range segs {
 		err := scanSegment(job.reader(v), func(h *BatchHeader, batch []byte) {
-			if h.IsControl() {
+			if h.IsControl() || isAborted(h) {
 				return
 			}
 			recs, err := opts.readRecords(h, batch)
@@ -310,6 +332,18 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 			if h.IsControl() {
 				flush()
 				out = append(out, batch...)
+				return
+			}
+			if isAborted(h) {
+				// Emptied, its header kept for producer state.
+				flush()
+				if h.RecordCount == 0 {
+					out = append(out, batch...)
+					return
+				}
+				out = append(out, rewriteBatch(batch, h, nil)...)
+				removed += int(h.RecordCount)
+				stats.AbortedRemoved += int(h.RecordCount)
 				return
 			}
 			err := unread[h.BaseOffset]
@@ -572,6 +606,9 @@ func (l *Log) swapSegment(run *compactRun, old, ns *segment) error {
 			l.segments[i] = ns
 		}
 	}
+	// Offsets do not change: the transaction index stays as it is.
+	ns.txnFile, ns.aborted, ns.pendingTxnIndex, ns.txnCreated = old.txnFile, old.aborted, old.pendingTxnIndex, old.txnCreated
+	old.txnFile = nil
 	l.mu.Unlock()
 	err = old.closeFiles()
 	l.segMu.Unlock()

@@ -25,6 +25,12 @@ var (
 	// ErrInvalidProducerEpoch: the batch's producer epoch is older than the
 	// producer's current one.
 	ErrInvalidProducerEpoch = errors.New("log: invalid producer epoch")
+	// ErrInvalidTxnState: a non-transactional batch from a producer whose
+	// transaction on the partition is open.
+	ErrInvalidTxnState = errors.New("log: invalid transaction state")
+	// ErrCoordinatorFenced: a transaction marker from an older transaction
+	// coordinator than the producer's last marker came from.
+	ErrCoordinatorFenced = errors.New("log: transaction coordinator fenced")
 	// ErrStaleLeaderEpoch: Append or AssignEpoch with a leader epoch older
 	// than the latest one in the leader epoch cache. Leader epochs only grow
 	// on a replica; an older one means the caller lost leadership.

@@ -28,6 +28,7 @@ type batchSpec struct {
 	leaderEpoch   int32
 	baseOffset    int64
 	fill          byte // value bytes are fill, fill+1, ...
+	attributes    int16
 }
 
 func newBatch(records, valueSize int, timestamp int64) batchSpec {
@@ -46,6 +47,9 @@ func (s batchSpec) at(baseOffset int64, leaderEpoch int32) batchSpec {
 }
 
 func (s batchSpec) filled(b byte) batchSpec { s.fill = b; return s }
+
+// transactional sets the batch's transactional attribute.
+func (s batchSpec) transactional() batchSpec { s.attributes |= AttrTransactional; return s }
 
 func (s batchSpec) encode() []byte {
 	var records []byte
@@ -75,7 +79,7 @@ func (s batchSpec) encode() []byte {
 	be.PutUint32(b[8:], uint32(BatchHeaderSize-LogOverhead+len(records)))
 	be.PutUint32(b[12:], uint32(s.leaderEpoch))
 	b[16] = 2
-	be.PutUint16(b[21:], 0)
+	be.PutUint16(b[21:], uint16(s.attributes))
 	be.PutUint32(b[23:], uint32(s.records-1))
 	be.PutUint64(b[27:], uint64(s.timestamp))
 	be.PutUint64(b[35:], uint64(maxTs))

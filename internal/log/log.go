@@ -64,6 +64,16 @@ type Log struct {
 	lastFlush     time.Time
 	epochs        epochCache
 	producers     producerStates
+	// unstable are the transactions that hold the last stable offset back:
+	// open ones and those closed by a marker not known to be replicated,
+	// by first offset (txn.go).
+	unstable []txnSpan
+	// closedSpans counts the spans of unstable closed by a marker; read
+	// without mu by ForgetReplicatedTxns.
+	closedSpans atomic.Int64
+	// txnIndexLost: a transaction index failed its checks at Open; the
+	// next producer state load scans from the first segment.
+	txnIndexLost bool
 	// Work for the next flush round: a leader-epoch-checkpoint that differs
 	// from the cache, the log-start-offset checkpoint, producer snapshots
 	// taken at rolls, a recovery-point checkpoint after a roll, and a
@@ -273,11 +283,23 @@ func (l *Log) Producer(id int64) (ProducerState, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e, ok := l.producers[id]
-	if !ok || e.n == 0 {
+	if !ok {
 		return ProducerState{}, false
 	}
-	last := e.last()
-	return ProducerState{ProducerID: id, Epoch: e.epoch, LastSequence: last.lastSeq, LastOffset: last.lastOffset}, true
+	return e.state(id), true
+}
+
+// Producers returns the state of every producer the log tracks, by id
+// (DescribeProducers).
+func (l *Log) Producers() []ProducerState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]ProducerState, 0, len(l.producers))
+	for id, e := range l.producers {
+		out = append(out, e.state(id))
+	}
+	slices.SortFunc(out, func(a, b ProducerState) int { return cmpInt64(a.ProducerID, b.ProducerID) })
+	return out
 }
 
 // Close flushes the log, writes its checkpoints (recovery point = LEO, so
@@ -433,6 +455,9 @@ func validateBatches(b []byte, leader bool) (n int, err error) {
 		if err == nil && leader && (h.RecordCount <= 0 || int64(h.RecordCount) != int64(h.LastOffsetDelta)+1) {
 			err = fmt.Errorf("%w: %d records, last offset delta %d", ErrBadOffsets, h.RecordCount, h.LastOffsetDelta)
 		}
+		if err == nil && leader && h.IsControl() {
+			err = errors.New("log: control batches are appended with AppendMarker")
+		}
 		if err != nil {
 			return 0, fmt.Errorf("%w: batch %d at byte %d: %w", ErrCorruptBatch, n, pos, err)
 		}
@@ -489,6 +514,7 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64) (AppendInfo, error
 	type pending struct {
 		id    int64
 		entry producerEntry
+		known bool
 	}
 	var updates []pending
 	nowMs := l.nowMs()
@@ -503,13 +529,10 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64) (AppendInfo, error
 		i := slices.IndexFunc(updates, func(p pending) bool { return p.id == h.ProducerID })
 		if i < 0 {
 			e, known := l.producers[h.ProducerID]
-			if !known {
-				e = producerEntry{}
-			}
-			updates = append(updates, pending{id: h.ProducerID, entry: e})
+			updates = append(updates, pending{id: h.ProducerID, entry: e, known: known})
 			i = len(updates) - 1
 		}
-		dup, err := checkProducerBatch(updates[i].entry, updates[i].entry.n > 0, &h)
+		dup, err := checkProducerBatch(updates[i].entry, updates[i].known, &h)
 		if err != nil {
 			info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, LogStartOffset: l.startOffset}
 			if errors.Is(err, ErrDuplicateSequence) {
@@ -517,7 +540,7 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64) (AppendInfo, error
 			}
 			return info, err
 		}
-		updates[i].entry = applyProducerBatch(updates[i].entry, &h, nowMs)
+		updates[i].entry, updates[i].known = applyProducerBatch(updates[i].entry, &h, nowMs), true
 	}
 	return AppendInfo{}, nil
 }
@@ -601,7 +624,7 @@ func (l *Log) appendLocked(batches []byte) (AppendInfo, error) {
 			l.logger().Warn("log: batch with a leader epoch older than the cache's latest",
 				"dir", l.dir, "offset", h.BaseOffset, "epoch", h.PartitionLeaderEpoch, "latest", l.epochs.latest())
 		}
-		l.producers.apply(&h, nowMs)
+		l.applyBatchLocked(&h, batches[pos:pos+h.Size()], nowMs)
 		pos += h.Size()
 	}
 	if err := s.writePendingIndexes(); err != nil {
@@ -671,7 +694,13 @@ func (l *Log) flushRoundLocked(closing bool) error {
 		// round that moves it: one fsync per append instead of three.
 		if s.indexDirty && checkpoint {
 			files = append(files, s.indexFile, s.timeIdxFile)
+			if s.txnFile != nil {
+				files = append(files, s.txnFile)
+			}
 			s.indexDirty = false
+		}
+		if s.txnCreated {
+			l.dirDirty, s.txnCreated = true, false
 		}
 	}
 	syncDir := l.dirDirty

@@ -674,7 +674,7 @@ func TestProducerRequestIsAllOrNothing(t *testing.T) {
 	// State advances across the batches of one request.
 	req = concat(newBatch(1, 1, 1).producer(1, 0, 1).encode(), newBatch(2, 1, 1).producer(1, 0, 2).encode())
 	mustAppend(t, l, req, 0)
-	if got, _ := l.Producer(1); got != (ProducerState{ProducerID: 1, Epoch: 0, LastSequence: 3, LastOffset: 3}) {
+	if got, _ := l.Producer(1); got != (ProducerState{ProducerID: 1, Epoch: 0, LastSequence: 3, LastOffset: 3, LastTimestamp: 2, TxnStartOffset: -1}) {
 		t.Fatalf("Producer = %+v", got)
 	}
 }

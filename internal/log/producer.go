@@ -21,10 +21,20 @@ type producerBatch struct {
 	firstOffset, lastOffset int64
 }
 
-// producerEntry is the state of one idempotent producer: its current epoch
-// and its last batches, oldest first.
+// producerEntry is the state of one idempotent or transactional producer:
+// its current epoch, its last batches (oldest first), and its transaction
+// on this partition, if one is open. An entry may hold no batches: a
+// transaction marker that bumped the producer's epoch (transactions v2)
+// leaves the epoch and nothing else.
 type producerEntry struct {
 	epoch int16
+	// coordinatorEpoch is the transaction coordinator epoch of the latest
+	// marker; an older coordinator's markers are refused.
+	coordinatorEpoch int32
+	// inTxn: a transactional batch was appended and no marker followed
+	// yet; txnFirst is the offset of that first batch.
+	inTxn    bool
+	txnFirst int64
 	// lastTimestamp is the max timestamp of the producer's last batch (the
 	// broker clock when the batch has none); expiration measures from it.
 	lastTimestamp int64
@@ -47,8 +57,28 @@ func (e *producerEntry) push(b producerBatch) {
 type ProducerState struct {
 	ProducerID   int64
 	Epoch        int16
-	LastSequence int32 // last sequence number appended
-	LastOffset   int64 // offset of the last record appended
+	LastSequence int32 // last sequence number appended; -1 if none in this epoch
+	LastOffset   int64 // offset of the last record appended; -1 if none in this epoch
+	// LastTimestamp is the max timestamp of its last batch or marker.
+	LastTimestamp int64
+	// CoordinatorEpoch is that of its last transaction marker (0 if none).
+	CoordinatorEpoch int32
+	// TxnStartOffset is the first offset of its open transaction, -1 if
+	// none.
+	TxnStartOffset int64
+}
+
+func (e *producerEntry) state(id int64) ProducerState {
+	ps := ProducerState{ProducerID: id, Epoch: e.epoch, LastSequence: -1, LastOffset: -1,
+		LastTimestamp: e.lastTimestamp, CoordinatorEpoch: e.coordinatorEpoch, TxnStartOffset: -1}
+	if e.n > 0 {
+		last := e.last()
+		ps.LastSequence, ps.LastOffset = last.lastSeq, last.lastOffset
+	}
+	if e.inTxn {
+		ps.TxnStartOffset = e.txnFirst
+	}
+	return ps
 }
 
 // producerStates tracks idempotent producers, following Kafka's
@@ -67,11 +97,11 @@ func nextSequence(seq int32) int32 {
 	return seq + 1
 }
 
-// check validates the leader append of a batch of producer e (known is
-// false when the producer has no state). It returns the original batch when
-// h is a retry of one of the remembered batches.
+// checkProducerBatch validates the leader append of a batch of producer e
+// (known is false when the producer has no state). It returns the
+// original batch when h is a retry of one of the remembered batches.
 func checkProducerBatch(e producerEntry, known bool, h *BatchHeader) (dup producerBatch, err error) {
-	if !known || e.n == 0 {
+	if !known {
 		// No state: a new producer, or one whose state expired or went with
 		// retention. Kafka accepts any sequence then, and so do we.
 		return dup, nil
@@ -84,7 +114,7 @@ func checkProducerBatch(e producerEntry, known bool, h *BatchHeader) (dup produc
 			return dup, fmt.Errorf("%w: producer %d new epoch %d starts at sequence %d, want 0",
 				ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 		}
-		return dup, nil
+		return dup, checkTxnState(e, h)
 	}
 	last := h.LastSequence()
 	for _, b := range e.batches[:e.n] {
@@ -93,19 +123,36 @@ func checkProducerBatch(e producerEntry, known bool, h *BatchHeader) (dup produc
 				ErrDuplicateSequence, h.ProducerID, b.firstSeq, b.lastSeq, b.firstOffset, b.lastOffset)
 		}
 	}
-	if want := nextSequence(e.last().lastSeq); h.BaseSequence != want {
+	// An entry without batches (its epoch set by a marker) expects the
+	// epoch's first sequence, 0.
+	want := int32(0)
+	if e.n > 0 {
+		want = nextSequence(e.last().lastSeq)
+	}
+	if h.BaseSequence != want {
 		return dup, fmt.Errorf("%w: producer %d epoch %d sequence %d, want %d",
 			ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, want)
 	}
-	return dup, nil
+	return dup, checkTxnState(e, h)
+}
+
+// checkTxnState refuses a non-transactional batch from a producer whose
+// transaction on this partition is still open, as Kafka does.
+func checkTxnState(e producerEntry, h *BatchHeader) error {
+	if e.inTxn && !h.IsTransactional() && h.ProducerEpoch == e.epoch {
+		return fmt.Errorf("%w: producer %d sent a non-transactional batch while its transaction from offset %d is open",
+			ErrInvalidTxnState, h.ProducerID, e.txnFirst)
+	}
+	return nil
 }
 
 // applyProducerBatch records h, stored at baseOffset, in entry e. A new
 // epoch starts the remembered batches afresh. nowMs stands in for a missing
-// batch timestamp.
+// batch timestamp. The first transactional batch opens the producer's
+// transaction.
 func applyProducerBatch(e producerEntry, h *BatchHeader, nowMs int64) producerEntry {
-	if e.n == 0 || h.ProducerEpoch != e.epoch {
-		e = producerEntry{epoch: h.ProducerEpoch}
+	if h.ProducerEpoch != e.epoch {
+		e.epoch, e.n = h.ProducerEpoch, 0
 	}
 	e.push(producerBatch{
 		firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
@@ -115,20 +162,18 @@ func applyProducerBatch(e producerEntry, h *BatchHeader, nowMs int64) producerEn
 	if e.lastTimestamp < 0 {
 		e.lastTimestamp = nowMs
 	}
+	if h.IsTransactional() && !e.inTxn {
+		e.inTxn, e.txnFirst = true, h.BaseOffset
+	}
 	return e
 }
 
-// apply records a stored batch, without checks (replication, recovery).
-func (p producerStates) apply(h *BatchHeader, nowMs int64) {
-	if isIdempotent(h) {
-		p[h.ProducerID] = applyProducerBatch(p[h.ProducerID], h, nowMs)
-	}
-}
-
-// expire forgets producers idle for expirationMs or more, as Kafka does.
+// expire forgets producers idle for expirationMs or more, as Kafka does,
+// except those with an open transaction: its first offset holds the last
+// stable offset until a marker closes it.
 func (p producerStates) expire(nowMs, expirationMs int64) {
 	for id, e := range p {
-		if nowMs-e.lastTimestamp >= expirationMs {
+		if !e.inTxn && nowMs-e.lastTimestamp >= expirationMs {
 			delete(p, id)
 		}
 	}
@@ -137,15 +182,21 @@ func (p producerStates) expire(nowMs, expirationMs int64) {
 // Producer snapshot file: <offset>.snapshot holds the state after every
 // batch below offset. Layout, big-endian:
 //
-//	magic "SPS1", crc uint32 (CRC-32C of the rest), count uint32, then count
+//	magic "SPS2", crc uint32 (CRC-32C of the rest), count uint32, then count
 //	entries sorted by producer id:
-//	producerId int64, epoch int16, lastTimestamp int64, n uint8,
+//	producerId int64, epoch int16, coordinatorEpoch int32,
+//	txnFirst int64 (-1: no open transaction), lastTimestamp int64, n uint8,
 //	n × (firstSeq int32, lastSeq int32, firstOffset int64, lastOffset int64)
+//
+// Snapshots of the first format, "SPS1" (written before transactions: no
+// coordinatorEpoch nor txnFirst, n >= 1), are still read.
 const (
 	snapshotSuffix     = ".snapshot"
-	snapshotMagic      = "SPS1"
+	snapshotMagicV1    = "SPS1"
+	snapshotMagic      = "SPS2"
 	snapshotHeaderSize = 12
-	snapshotEntrySize  = 8 + 2 + 8 + 1
+	snapshotEntryV1    = 8 + 2 + 8 + 1
+	snapshotEntrySize  = 8 + 2 + 4 + 8 + 8 + 1
 	snapshotBatchSize  = 4 + 4 + 8 + 8
 )
 
@@ -160,6 +211,12 @@ func (p producerStates) encode() []byte {
 		e := p[id]
 		b = binary.BigEndian.AppendUint64(b, uint64(id))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.coordinatorEpoch))
+		txnFirst := int64(-1)
+		if e.inTxn {
+			txnFirst = e.txnFirst
+		}
+		b = binary.BigEndian.AppendUint64(b, uint64(txnFirst))
 		b = binary.BigEndian.AppendUint64(b, uint64(e.lastTimestamp))
 		b = append(b, byte(e.n))
 		for _, pb := range e.batches[:e.n] {
@@ -174,30 +231,48 @@ func (p producerStates) encode() []byte {
 }
 
 func decodeProducerSnapshot(b []byte) (producerStates, error) {
-	if len(b) < snapshotHeaderSize || string(b[:4]) != snapshotMagic {
+	if len(b) < snapshotHeaderSize {
 		return nil, fmt.Errorf("%w: bad header", errBadSnapshot)
 	}
+	entrySize := snapshotEntrySize
+	switch string(b[:4]) {
+	case snapshotMagic:
+	case snapshotMagicV1:
+		entrySize = snapshotEntryV1
+	default:
+		return nil, fmt.Errorf("%w: bad header", errBadSnapshot)
+	}
+	v1 := entrySize == snapshotEntryV1
 	if crc32.Checksum(b[8:], castagnoli) != binary.BigEndian.Uint32(b[4:]) {
 		return nil, fmt.Errorf("%w: CRC mismatch", errBadSnapshot)
 	}
 	count := binary.BigEndian.Uint32(b[8:])
 	rest := b[snapshotHeaderSize:]
-	if uint64(count)*snapshotEntrySize > uint64(len(rest)) {
+	if uint64(count)*uint64(entrySize) > uint64(len(rest)) {
 		return nil, fmt.Errorf("%w: %d entries in %d bytes", errBadSnapshot, count, len(rest))
 	}
 	p := make(producerStates, count)
 	for range count {
-		if len(rest) < snapshotEntrySize {
+		if len(rest) < entrySize {
 			return nil, fmt.Errorf("%w: truncated entry", errBadSnapshot)
 		}
 		id := int64(binary.BigEndian.Uint64(rest))
-		e := producerEntry{
-			epoch:         int16(binary.BigEndian.Uint16(rest[8:])),
-			lastTimestamp: int64(binary.BigEndian.Uint64(rest[10:])),
-			n:             int(rest[18]),
+		e := producerEntry{epoch: int16(binary.BigEndian.Uint16(rest[8:]))}
+		if v1 {
+			e.lastTimestamp = int64(binary.BigEndian.Uint64(rest[10:]))
+			e.n = int(rest[18])
+		} else {
+			e.coordinatorEpoch = int32(binary.BigEndian.Uint32(rest[10:]))
+			if first := int64(binary.BigEndian.Uint64(rest[14:])); first >= 0 {
+				e.inTxn, e.txnFirst = true, first
+			} else if first != -1 {
+				return nil, fmt.Errorf("%w: producer %d transaction first offset %d", errBadSnapshot, id, first)
+			}
+			e.lastTimestamp = int64(binary.BigEndian.Uint64(rest[22:]))
+			e.n = int(rest[30])
 		}
-		rest = rest[snapshotEntrySize:]
-		if e.n == 0 || e.n > producerBatchesRetained || len(rest) < e.n*snapshotBatchSize {
+		rest = rest[entrySize:]
+		if v1 && e.n == 0 || e.n > producerBatchesRetained || len(rest) < e.n*snapshotBatchSize {
 			return nil, fmt.Errorf("%w: producer %d with %d batches", errBadSnapshot, id, e.n)
 		}
 		for i := range e.n {

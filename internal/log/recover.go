@@ -64,6 +64,9 @@ func (l *Log) recoverLocked() error {
 		if !isIndex {
 			base, isIndex = parseOffsetFileName(name, timeIndexSuffix)
 		}
+		if !isIndex {
+			base, isIndex = parseOffsetFileName(name, txnIndexSuffix)
+		}
 		if strings.HasSuffix(name, tmpSuffix) || isIndex && !logs[base] {
 			if err := removeIfExists(l.fs, join(l.dir, name)); err != nil {
 				return err
@@ -158,7 +161,11 @@ func (l *Log) recoverLocked() error {
 	l.epochsDirty = !slices.Equal(l.epochs, checkpointed)
 
 	// Producer state: the latest snapshot at or below the recovery point,
-	// then the batches from there to the LEO.
+	// then the batches from there to the LEO, which also rebuild the
+	// transaction indexes from there.
+	if err := l.loadTxnIndexesLocked(names); err != nil {
+		return err
+	}
 	if err := l.loadProducersLocked(min(max(recoveryPoint, 0), leo)); err != nil {
 		return err
 	}
@@ -293,6 +300,8 @@ func (l *Log) resetLocked(offset int64) error {
 	l.startOffset, l.recoveryPoint = offset, offset
 	l.epochs, l.epochsDirty = nil, true
 	l.producers = producerStates{}
+	l.unstable = nil
+	l.closedSpans.Store(0)
 	l.pendingSnaps = nil
 	l.dirDirty, l.startOffsetDirty, l.checkpointDue = true, true, true
 	return nil
@@ -338,7 +347,7 @@ func (l *Log) loadProducersLocked(limit int64) error {
 	}
 	l.producers = producerStates{}
 	from := l.segments[0].baseOffset
-	for i := len(l.snapshots) - 1; i >= 0; i-- {
+	for i := len(l.snapshots) - 1; i >= 0 && !l.txnIndexLost; i-- {
 		off := l.snapshots[i]
 		if off > limit {
 			continue
@@ -353,11 +362,64 @@ func (l *Log) loadProducersLocked(limit int64) error {
 		}
 		l.logger().Warn("log: ignoring unreadable producer snapshot", "dir", l.dir, "offset", off, "err", err)
 	}
+	// The transaction indexes are rebuilt from the same batches: entries
+	// for markers from there on are dropped and added again by the replay.
+	for _, s := range l.segments {
+		if err := s.dropAbortedFrom(from); err != nil {
+			return err
+		}
+	}
+	l.rebuildUnstableLocked()
 	nowMs := l.nowMs()
-	if err := l.forEachBatchLocked(from, func(h *BatchHeader, _ []byte) { l.producers.apply(h, nowMs) }); err != nil {
+	if err := l.forEachBatchLocked(from, func(h *BatchHeader, b []byte) { l.applyBatchLocked(h, b, nowMs) }); err != nil {
 		return err
 	}
+	for _, s := range l.segments {
+		if err := s.writePendingIndexes(); err != nil {
+			return err
+		}
+	}
+	l.txnIndexLost = false
 	l.producers.expire(nowMs, l.cfg.ProducerIDExpirationMs)
+	return nil
+}
+
+// loadTxnIndexesLocked reads the transaction index of every segment that
+// has one (names: the directory's entries). One that fails its checks is
+// emptied and txnIndexLost set: producer state is then rebuilt from the
+// first segment, which rebuilds every transaction index.
+func (l *Log) loadTxnIndexesLocked(names []string) error {
+	have := map[int64]bool{}
+	for _, name := range names {
+		if base, ok := parseOffsetFileName(name, txnIndexSuffix); ok {
+			have[base] = true
+		}
+	}
+	for _, s := range l.segments {
+		if !have[s.baseOffset] {
+			continue
+		}
+		f, err := l.fs.OpenFile(segmentFileName(l.dir, s.baseOffset, txnIndexSuffix), os.O_RDWR|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("log: open transaction index %d: %w", s.baseOffset, err)
+		}
+		s.txnFile = f
+		b, err := readAll(f)
+		if err != nil {
+			return err
+		}
+		// Entries past the segment's end (its tail was cut) go with the
+		// replay below, which starts at or before the cut.
+		if s.aborted, err = decodeTxnIndex(b, s.baseOffset, math.MaxInt64); err != nil {
+			l.logger().Warn("log: rebuilding transaction indexes", "dir", l.dir, "segment", s.baseOffset, "err", err)
+			s.aborted = nil
+			if err := f.Truncate(0); err != nil {
+				return err
+			}
+			s.indexDirty = true
+			l.txnIndexLost = true
+		}
+	}
 	return nil
 }
 

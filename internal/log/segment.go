@@ -15,6 +15,8 @@ const (
 	logSuffix       = ".log"
 	indexSuffix     = ".index"
 	timeIndexSuffix = ".timeindex"
+	// txnIndexSuffix (txn.go) names the transaction index, which exists
+	// only for segments holding abort markers.
 )
 
 // segmentFileName is the file of base offset base with extension ext.
@@ -57,14 +59,25 @@ func (c Config) indexLimits() indexLimits {
 type segment struct {
 	baseOffset                      int64
 	logFile, indexFile, timeIdxFile File
+	// txnFile is the transaction index (txn.go), nil while the segment has
+	// none; it is created at the first abort marker. fsys and dir locate it.
+	txnFile File
+	fsys    FS
+	dir     string
+	// txnCreated: txnFile was created since the last flush round, whose
+	// directory sync makes it durable.
+	txnCreated bool
 
 	size       int64 // bytes of valid batches in logFile
 	nextOffset int64 // offset after the last batch; baseOffset when empty
 
 	offsetIndex []offsetIndexEntry
 	timeIndex   []timeIndexEntry
+	// aborted are the aborted transactions whose markers lie in the
+	// segment, in offset order (the transaction index).
+	aborted []AbortedTxn
 	// Index entries added in memory but not yet written to the files.
-	pendingIndex, pendingTimeIndex []byte
+	pendingIndex, pendingTimeIndex, pendingTxnIndex []byte
 	// bytesSinceIndexEntry counts batch bytes since the last offset index
 	// entry (or the start of the segment).
 	bytesSinceIndexEntry int64
@@ -112,6 +125,7 @@ func openSegment(fsys FS, dir string, base int64, now time.Time) (*segment, erro
 
 func openSegmentFiles(fsys FS, dir string, base int64, now time.Time, extraFlag int) (*segment, error) {
 	s := newSegment(base, now)
+	s.fsys, s.dir = fsys, dir
 	flag := os.O_CREATE | os.O_RDWR | os.O_APPEND | extraFlag
 	var err error
 	if s.logFile, err = fsys.OpenFile(segmentFileName(dir, base, logSuffix), flag, 0o644); err == nil {
@@ -130,7 +144,7 @@ func openSegmentFiles(fsys FS, dir string, base int64, now time.Time, extraFlag 
 func (s *segment) closeFiles() error {
 	s.closed = true
 	var errs []error
-	for _, f := range []File{s.logFile, s.indexFile, s.timeIdxFile} {
+	for _, f := range []File{s.logFile, s.indexFile, s.timeIdxFile, s.txnFile} {
 		if f != nil {
 			errs = append(errs, f.Close())
 		}
@@ -141,7 +155,7 @@ func (s *segment) closeFiles() error {
 // removeSegmentFiles removes a segment's files (after closeFiles).
 func removeSegmentFiles(fsys FS, dir string, base int64) error {
 	var errs []error
-	for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		errs = append(errs, removeIfExists(fsys, segmentFileName(dir, base, ext)))
 	}
 	return errors.Join(errs...)
@@ -243,7 +257,50 @@ func (s *segment) writePendingIndexes() error {
 		}
 		s.pendingTimeIndex = s.pendingTimeIndex[:0]
 	}
+	if len(s.pendingTxnIndex) > 0 {
+		if s.txnFile == nil {
+			f, err := s.fsys.OpenFile(segmentFileName(s.dir, s.baseOffset, txnIndexSuffix), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
+			if err != nil {
+				return err
+			}
+			s.txnFile = f
+			s.txnCreated = true
+		}
+		s.indexDirty = true
+		if _, err := s.txnFile.Write(s.pendingTxnIndex); err != nil {
+			return err
+		}
+		s.pendingTxnIndex = s.pendingTxnIndex[:0]
+	}
 	return nil
+}
+
+// addAborted indexes an aborted transaction whose marker is in the
+// segment; writePendingIndexes writes it.
+func (s *segment) addAborted(a AbortedTxn) {
+	s.aborted = append(s.aborted, a)
+	s.pendingTxnIndex = appendTxnIndexEntry(s.pendingTxnIndex, a)
+}
+
+// dropAbortedFrom removes the aborted transactions whose markers are at or
+// after offset, from memory and from the file.
+func (s *segment) dropAbortedFrom(offset int64) error {
+	k := len(s.aborted)
+	for k > 0 && s.aborted[k-1].LastOffset >= offset {
+		k--
+	}
+	if k == len(s.aborted) {
+		return nil
+	}
+	inFile := len(s.aborted) - len(s.pendingTxnIndex)/txnIndexEntrySize
+	s.aborted = s.aborted[:k]
+	if k >= inFile {
+		s.pendingTxnIndex = s.pendingTxnIndex[:(k-inFile)*txnIndexEntrySize]
+		return nil
+	}
+	s.pendingTxnIndex = s.pendingTxnIndex[:0]
+	s.indexDirty = true
+	return s.txnFile.Truncate(int64(k) * txnIndexEntrySize)
 }
 
 // resetIndexes clears the in-memory state derived from the batches.

@@ -156,6 +156,7 @@ func (p *Partition) AppendFromLeader(epoch int32, batches []byte, leaderHighWate
 	hw := min(leaderHighWatermark, p.log.EndOffset())
 	if hw > p.highWatermark.Load() {
 		p.highWatermark.Store(hw)
+		p.log.ForgetReplicatedTxns(hw)
 	}
 	return nil
 }

@@ -129,6 +129,10 @@ func (p *Partition) LeaderEpoch() int32 { return p.leaderEpoch.Load() }
 // HighWatermark returns the committed offset.
 func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
 
+// LastStableOffset returns the offset below which every transaction is
+// decided and committed (read_committed consumers read up to it).
+func (p *Partition) LastStableOffset() int64 { return p.log.LastStableOffset(p.highWatermark.Load()) }
+
 // Role returns the replica's current role.
 func (p *Partition) Role() Role {
 	p.mu.Lock()
@@ -361,6 +365,7 @@ func (p *Partition) maybeAdvanceHighWatermarkLocked() {
 	hw, ok := p.highWatermarkCandidateLocked()
 	if ok && hw > p.highWatermark.Load() {
 		p.highWatermark.Store(hw)
+		p.log.ForgetReplicatedTxns(hw)
 		p.notifyLocked()
 	}
 }
