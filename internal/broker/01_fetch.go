@@ -3,9 +3,12 @@ package broker
 // Fetch (key 1), versions 4–12 (flexible from v12). Authorization:
 // fetchAuthz.
 //
-// Consumers read whole batches below the high watermark (read_committed and
-// read_uncommitted alike: there are no transactions yet, so the last stable
-// offset is the high watermark). Limits follow KIP-74: MaxBytes for the
+// Consumers read whole batches below the high watermark (read_uncommitted)
+// or the last stable offset (read_committed, IsolationLevel 1: every
+// transaction below it is decided), and a read_committed fetch gets the
+// aborted transactions of the range it reads, for the client to drop
+// their records; control batches go to both, as in Kafka (clients skip
+// them). Every partition answer carries the last stable offset. Limits follow KIP-74: MaxBytes for the
 // response, PartitionMaxBytes per partition, except that the first batch of
 // the first partition with data is returned even if it exceeds them.
 // Whatever the request asks, a consumer's fetch returns at most
@@ -220,7 +223,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 				parts = append(parts, lp)
 				l := lp.Log()
 				rp.HighWatermark = lp.HighWatermark()
-				rp.LastStableOffset = rp.HighWatermark
+				rp.LastStableOffset = lp.LastStableOffset()
 				rp.LogStartOffset = l.StartOffset()
 				if p.LastFetchedEpoch >= 0 {
 					epoch, end := l.EndOffsetForEpoch(p.LastFetchedEpoch)
@@ -250,16 +253,28 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 					}
 					// The follower's fetch may have moved the high watermark.
 					rp.HighWatermark = lp.HighWatermark()
-					rp.LastStableOffset = rp.HighWatermark
+					rp.LastStableOffset = lp.LastStableOffset()
 				}
 				// The first batch is read whatever the limit (KIP-74),
 				// even a PartitionMaxBytes of 0.
 				limit := max(min(int(p.PartitionMaxBytes), maxBytes-total), 0)
 				if limit > 0 || total == 0 {
 					read := lp.Read
-					if r.ReplicaID >= 0 {
+					switch {
+					case r.ReplicaID >= 0:
 						read = func(offset int64, maxBytes int, _ bool) (klog.Records, error) {
 							return lp.ReadForFollower(offset, maxBytes)
+						}
+					case r.IsolationLevel == 1:
+						// read_committed: up to the last stable offset,
+						// with the aborted transactions in that range.
+						read = func(offset int64, maxBytes int, minOne bool) (klog.Records, error) {
+							data, lso, err := lp.ReadCommitted(offset, maxBytes, minOne)
+							if err == nil {
+								rp.LastStableOffset = lso
+								rp.AbortedTransactions = abortedTransactions(l.AbortedTxns(offset, lso))
+							}
+							return data, err
 						}
 					}
 					data, err := read(p.FetchOffset, limit, total == 0)
@@ -282,6 +297,20 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return rawFetchResponse(resp, recs), total, hasError, parts
+}
+
+// abortedTransactions converts the log's aborted transactions for a Fetch
+// response: nil (not an empty array) when there are none, as Kafka.
+func abortedTransactions(txns []klog.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	if len(txns) == 0 {
+		return nil
+	}
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(txns))
+	for i, a := range txns {
+		out[i] = kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		out[i].ProducerID, out[i].FirstOffset = a.ProducerID, a.FirstOffset
+	}
+	return out
 }
 
 // fetchMaxBytes returns the most record bytes a fetch may return: its

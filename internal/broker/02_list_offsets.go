@@ -2,12 +2,12 @@ package broker
 
 // ListOffsets (key 2), versions 1–7 (flexible from v6).
 //
-// Timestamp -2: the log start offset; -1: the high watermark (the end a
-// consumer can read; with no transactions the last stable offset is the
-// same, so IsolationLevel changes nothing); -3 (v7, KIP-734): the offset and
-// timestamp of the record with the largest timestamp; otherwise the first
-// record whose timestamp is at least the one asked for, below the high
-// watermark (offset -1 when there is none). v4+ checks CurrentLeaderEpoch and
+// Timestamp -2: the log start offset; -1: the end a consumer can read, the
+// high watermark, or for IsolationLevel 1 (read_committed, v2+) the last
+// stable offset; -3 (v7, KIP-734): the offset and timestamp of the record
+// with the largest timestamp; otherwise the first record whose timestamp is
+// at least the one asked for. Both searches find only offsets below that
+// end (offset -1 when there is none). v4+ checks CurrentLeaderEpoch and
 // returns the leader epoch of the offset found. A new leader answers
 // OFFSET_NOT_AVAILABLE (retriable) for everything but -2 until it has
 // committed an entry of its own epoch: before that its high watermark may
@@ -53,7 +53,7 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 					err = errOffsetNotAvailable
 				}
 				if err == nil {
-					rp.Offset, rp.Timestamp, err = listOffset(lp, p.Timestamp)
+					rp.Offset, rp.Timestamp, err = listOffset(lp, p.Timestamp, r.IsolationLevel == 1)
 				}
 				rp.ErrorCode = errorCode(err)
 				if rp.Offset >= 0 {
@@ -70,10 +70,15 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 // errOffsetNotAvailable: the high watermark is not yet known.
 var errOffsetNotAvailable = errors.New("broker: new leader has not committed in its epoch yet")
 
-// listOffset resolves one ListOffsets timestamp to (offset, timestamp).
-func listOffset(lp *localPartition, ts int64) (int64, int64, error) {
+// listOffset resolves one ListOffsets timestamp to (offset, timestamp),
+// for a read_committed consumer if committed.
+func listOffset(lp *localPartition, ts int64, committed bool) (int64, int64, error) {
 	l := lp.Log()
+	// hw: the end this consumer can read.
 	hw := lp.HighWatermark()
+	if committed {
+		hw = lp.LastStableOffset()
+	}
 	switch ts {
 	case -2:
 		return l.StartOffset(), -1, nil

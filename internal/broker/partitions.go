@@ -611,7 +611,7 @@ func (m *partitionManager) maybeCompact(lp *localPartition, now time.Time) {
 	if n := l.NumSegments(); n < 2 || n == lp.compactedSegments && now.Sub(lp.compactedAt) < recheck {
 		return
 	}
-	stats, err := l.Compact(klog.CompactOptions{UpperBound: lp.HighWatermark(), DeleteRetentionMs: st.deleteRetentionMs, Decompress: records.DecompressRecords})
+	stats, err := l.Compact(klog.CompactOptions{UpperBound: lp.LastStableOffset(), DeleteRetentionMs: st.deleteRetentionMs, Decompress: records.DecompressRecords})
 	lp.compactedAt = now
 	if !stats.Interrupted {
 		// An interrupted run (a truncation cut into its range) is tried

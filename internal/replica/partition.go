@@ -385,6 +385,21 @@ func (p *Partition) Read(offset int64, maxBytes int, minOne bool) (klog.Records,
 	return p.log.Slice(offset, hw, maxBytes, minOne)
 }
 
+// ReadCommitted is Read for a read_committed consumer: bounded by the last
+// stable offset, which it also returns.
+func (p *Partition) ReadCommitted(offset int64, maxBytes int, minOne bool) (klog.Records, int64, error) {
+	if p.isClosed() {
+		return klog.Records{}, -1, ErrClosed
+	}
+	lso := p.LastStableOffset()
+	if offset > lso && offset <= p.log.EndOffset() {
+		// Past the last stable offset: valid, nothing readable yet.
+		return klog.Records{}, lso, nil
+	}
+	r, err := p.log.Slice(offset, lso, maxBytes, minOne)
+	return r, lso, err
+}
+
 // Waiter is woken (non-blocking send on C) when the partition's high
 // watermark or LEO moves, or the partition closes.
 type Waiter struct{ C chan struct{} }
