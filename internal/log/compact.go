@@ -413,9 +413,10 @@ func (l *Log) Compact(opts CompactOptions) (CompactStats, error) {
 			removed += len(recs) - len(kept)
 			tombstones += batchTombstones
 			switch {
-			case len(kept) > 0 || isIdempotent(h):
+			case len(kept) > 0 || isIdempotent(h) || h.IsTransactional() && h.ProducerID >= 0:
 				// A sparse batch, or (all records gone) the empty header of
-				// an idempotent batch, kept for producer state.
+				// an idempotent or transactional batch, kept for producer
+				// state.
 				flush()
 				out = append(out, rewriteBatch(batch, h, kept)...)
 				if compressed {
@@ -797,10 +798,11 @@ func (r *fillerRun) encode() []byte {
 }
 
 // isFiller reports whether h is a compaction filler: an empty batch that is
-// neither a control batch nor an idempotent producer's (those keep their
-// original offsets; only fillers merge several batches).
+// neither a control batch nor an idempotent or transactional producer's
+// (those keep their original offsets; only fillers merge several batches).
 func isFiller(h *BatchHeader) bool {
-	return h.RecordCount == 0 && h.Size() == BatchHeaderSize && !h.IsControl() && !isIdempotent(h)
+	return h.RecordCount == 0 && h.Size() == BatchHeaderSize && !h.IsControl() && !isIdempotent(h) &&
+		!(h.IsTransactional() && h.ProducerID >= 0)
 }
 
 // trimFiller makes the filler b, with header h, start at from (inside it)

@@ -71,6 +71,10 @@ type Log struct {
 	// closedSpans counts the spans of unstable closed by a marker; read
 	// without mu by ForgetReplicatedTxns.
 	closedSpans atomic.Int64
+	// verifying holds, per producer, the token of its latest transaction
+	// verification (BeginVerification); verifyTokens counts tokens.
+	verifying    map[int64]uint64
+	verifyTokens uint64
 	// txnIndexLost: a transaction index failed its checks at Open; the
 	// next producer state load scans from the first segment.
 	txnIndexLost bool
@@ -479,6 +483,12 @@ func validateBatches(b []byte, leader bool) (n int, err error) {
 //
 // In sync mode the append is durable only after a later Flush returns.
 func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
+	return l.append(batches, leaderEpoch, false, 0)
+}
+
+// append is Append, checking the verification of transactional batches if
+// verify (AppendVerified).
+func (l *Log) append(batches []byte, leaderEpoch int32, verify bool, token uint64) (AppendInfo, error) {
 	if _, err := validateBatches(batches, true); err != nil {
 		return AppendInfo{}, err
 	}
@@ -491,7 +501,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 		return AppendInfo{}, fmt.Errorf("%w: append in epoch %d, latest %d", ErrStaleLeaderEpoch, leaderEpoch, latest)
 	}
 	leo := l.leoLocked()
-	if info, err := l.checkProducersLocked(batches, leo); err != nil {
+	if info, err := l.checkProducersLocked(batches, leo, verify, token); err != nil {
 		return info, err
 	}
 	for pos, offset := 0, leo; pos < len(batches); {
@@ -508,7 +518,7 @@ func (l *Log) Append(batches []byte, leaderEpoch int32) (AppendInfo, error) {
 // checkProducersLocked checks the idempotent-producer batches of a leader
 // append in order, as if stored from offset leo on, letting the state of
 // earlier batches of the request count for later ones.
-func (l *Log) checkProducersLocked(batches []byte, leo int64) (AppendInfo, error) {
+func (l *Log) checkProducersLocked(batches []byte, leo int64, verify bool, token uint64) (AppendInfo, error) {
 	// The state the request's own batches leave, per producer; requests
 	// rarely carry more than one producer, so a slice beats a map.
 	type pending struct {
@@ -533,6 +543,10 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64) (AppendInfo, error
 			i = len(updates) - 1
 		}
 		dup, err := checkProducerBatch(updates[i].entry, updates[i].known, &h)
+		if err == nil && verify && h.IsTransactional() && !(updates[i].entry.inTxn && updates[i].entry.epoch == h.ProducerEpoch) &&
+			(token == 0 || l.verifying[h.ProducerID] != token) {
+			err = fmt.Errorf("%w: producer %d epoch %d: batch not part of a verified transaction", ErrInvalidTxnState, h.ProducerID, h.ProducerEpoch)
+		}
 		if err != nil {
 			info := AppendInfo{FirstOffset: -1, LastOffset: -1, MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, LogStartOffset: l.startOffset}
 			if errors.Is(err, ErrDuplicateSequence) {

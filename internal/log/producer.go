@@ -137,9 +137,10 @@ func checkProducerBatch(e producerEntry, known bool, h *BatchHeader) (dup produc
 }
 
 // checkTxnState refuses a non-transactional batch from a producer whose
-// transaction on this partition is still open, as Kafka does.
+// transaction on this partition is still open, whatever its epoch, as
+// Kafka does.
 func checkTxnState(e producerEntry, h *BatchHeader) error {
-	if e.inTxn && !h.IsTransactional() && h.ProducerEpoch == e.epoch {
+	if e.inTxn && !h.IsTransactional() {
 		return fmt.Errorf("%w: producer %d sent a non-transactional batch while its transaction from offset %d is open",
 			ErrInvalidTxnState, h.ProducerID, e.txnFirst)
 	}
@@ -163,6 +164,23 @@ func applyProducerBatch(e producerEntry, h *BatchHeader, nowMs int64) producerEn
 		e.lastTimestamp = nowMs
 	}
 	if h.IsTransactional() && !e.inTxn {
+		e.inTxn, e.txnFirst = true, h.BaseOffset
+	}
+	return e
+}
+
+// applyCoordinatorBatch records a transactional batch without sequences
+// (written by a coordinator on the producer's behalf) in entry e: its epoch
+// and transaction, no batch to deduplicate.
+func applyCoordinatorBatch(e producerEntry, h *BatchHeader, nowMs int64) producerEntry {
+	if h.ProducerEpoch != e.epoch {
+		e.epoch, e.n = h.ProducerEpoch, 0
+	}
+	e.lastTimestamp = h.MaxTimestamp
+	if e.lastTimestamp < 0 {
+		e.lastTimestamp = nowMs
+	}
+	if !e.inTxn {
 		e.inTxn, e.txnFirst = true, h.BaseOffset
 	}
 	return e

@@ -175,6 +175,38 @@ func (l *Log) AppendMarker(m Marker, leaderEpoch int32) (AppendInfo, error) {
 	return l.appendLocked(batch)
 }
 
+// BeginVerification starts the verification of a transactional batch of
+// producer pid at epoch (KIP-890): it reports whether the batch needs the
+// transaction coordinator's word that the partition is in the producer's
+// transaction (not when the producer's transaction is open here at that
+// epoch), and a token to append it with (AppendVerified) once the
+// coordinator agreed. Any transactional batch or marker of the producer
+// appended meanwhile voids the token: a batch delayed past its
+// transaction's end cannot open a transaction the coordinator never hears
+// of.
+func (l *Log) BeginVerification(pid int64, epoch int16) (token uint64, needed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.producers[pid]; ok && e.inTxn && e.epoch == epoch {
+		return 0, false
+	}
+	l.verifyTokens++
+	if l.verifying == nil {
+		l.verifying = map[int64]uint64{}
+	}
+	l.verifying[pid] = l.verifyTokens
+	return l.verifyTokens, true
+}
+
+// AppendVerified is Append for produced batches that may be
+// transactional: a transactional batch that would open its producer's
+// transaction here needs the token of a verification begun for that
+// producer and still valid (see BeginVerification), else
+// ErrInvalidTxnState.
+func (l *Log) AppendVerified(batches []byte, leaderEpoch int32, token uint64) (AppendInfo, error) {
+	return l.append(batches, leaderEpoch, true, token)
+}
+
 // applyBatchLocked updates producer and transaction state for a stored
 // batch (append, replication, recovery). mu (or exclusive use) is held.
 func (l *Log) applyBatchLocked(h *BatchHeader, batch []byte, nowMs int64) {
@@ -188,6 +220,7 @@ func (l *Log) applyBatchLocked(h *BatchHeader, batch []byte, nowMs int64) {
 			l.logger().Warn("log: control batch without a known marker", "dir", l.dir, "offset", h.BaseOffset)
 			return
 		}
+		delete(l.verifying, h.ProducerID)
 		e := l.producers[h.ProducerID]
 		if m.ProducerEpoch != e.epoch {
 			e.epoch, e.n = m.ProducerEpoch, 0
@@ -203,10 +236,19 @@ func (l *Log) applyBatchLocked(h *BatchHeader, batch []byte, nowMs int64) {
 		if wasIn {
 			l.closeTxnLocked(h.ProducerID, h.BaseOffset, m.Commit)
 		}
-	case isIdempotent(h):
+	case isIdempotent(h), h.IsTransactional() && h.ProducerID >= 0:
+		// (Transactional batches without sequences are a coordinator's:
+		// the group coordinator's transactional offset commits.)
+		if h.IsTransactional() {
+			delete(l.verifying, h.ProducerID)
+		}
 		e := l.producers[h.ProducerID]
 		wasIn := e.inTxn
-		e = applyProducerBatch(e, h, nowMs)
+		if isIdempotent(h) {
+			e = applyProducerBatch(e, h, nowMs)
+		} else {
+			e = applyCoordinatorBatch(e, h, nowMs)
+		}
 		l.producers[h.ProducerID] = e
 		if e.inTxn && !wasIn {
 			l.openTxnLocked(h.ProducerID, e.txnFirst)

@@ -229,9 +229,28 @@ func (p *Partition) AppendInEpoch(epoch int32, batches []byte) (Appended, error)
 	return p.appendAsLeader(epoch, batches)
 }
 
+// AppendTxnAsLeader is AppendAsLeader for produced batches that may be
+// transactional, verified with the transaction coordinator under token
+// (klog.Log.AppendVerified).
+func (p *Partition) AppendTxnAsLeader(batches []byte, token uint64) (Appended, error) {
+	return p.appendWith(-1, func(epoch int32) (klog.AppendInfo, error) { return p.log.AppendVerified(batches, epoch, token) })
+}
+
+// AppendMarker appends a transaction marker as leader in the current epoch
+// (WriteTxnMarkers); see klog.Log.AppendMarker.
+func (p *Partition) AppendMarker(m klog.Marker) (Appended, error) {
+	return p.appendWith(-1, func(epoch int32) (klog.AppendInfo, error) { return p.log.AppendMarker(m, epoch) })
+}
+
 // appendAsLeader appends in the current leader epoch, which must be want
 // unless want is -1.
 func (p *Partition) appendAsLeader(want int32, batches []byte) (Appended, error) {
+	return p.appendWith(want, func(epoch int32) (klog.AppendInfo, error) { return p.log.Append(batches, epoch) })
+}
+
+// appendWith runs an append of the log in the current leader epoch, which
+// must be want unless want is -1.
+func (p *Partition) appendWith(want int32, appendIn func(epoch int32) (klog.AppendInfo, error)) (Appended, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -248,7 +267,7 @@ func (p *Partition) appendAsLeader(want int32, batches []byte) (Appended, error)
 	}
 	// The append happens under mu so that a role change cannot interleave
 	// with it: a batch is stamped with the epoch the replica is leader in.
-	info, err := p.log.Append(batches, epoch)
+	info, err := appendIn(epoch)
 	if err == nil {
 		if !p.log.SyncOnAppend() {
 			p.maybeAdvanceHighWatermarkLocked()
