@@ -26,8 +26,9 @@ func TestPackageLayering(t *testing.T) {
 		"internal/protocol":   {},
 		"internal/controller": {"internal/coord", "internal/meta"},
 		"internal/group":      {"internal/records"},
+		"internal/txn":        {"internal/records"},
 		"internal/auth":       {"internal/meta"},
-		"internal/broker":     {"internal/auth", "internal/controller", "internal/coord", "internal/group", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica"},
+		"internal/broker":     {"internal/auth", "internal/controller", "internal/coord", "internal/group", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica", "internal/txn"},
 		// The client commands read Kafka's client security settings
 		// (PEM stores, JAAS) with the broker's own stateless parsers.
 		"cmd/samsa": {"internal/auth", "internal/broker"},
@@ -38,7 +39,7 @@ func TestPackageLayering(t *testing.T) {
 	// commands use them).
 	external := map[string][]string{
 		"go.etcd.io/etcd/":                  {"internal/coord"},
-		"github.com/twmb/franz-go/pkg/kmsg": {"internal/protocol", "internal/group", "internal/broker", "cmd/samsa"},
+		"github.com/twmb/franz-go/pkg/kmsg": {"internal/protocol", "internal/group", "internal/txn", "internal/broker", "cmd/samsa"},
 	}
 
 	out, err := exec.Command("go", "list", "-json", "../...").Output()

@@ -18,6 +18,15 @@ package broker
 // original batch got. Each partition fails or succeeds on its own. With
 // an authorizer, a topic the principal may not WRITE gets
 // TOPIC_AUTHORIZATION_FAILED on each partition, whether or not it exists.
+//
+// Transactional batches need the request's transactional id, with WRITE on
+// it (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition). A
+// partition where the producer's transaction is not open yet is first
+// verified with the id's coordinator (KIP-890; verifyProduce): a partition
+// not added to the transaction gets INVALID_TXN_STATE, a coordinator that
+// cannot answer NOT_ENOUGH_REPLICAS (retried), a fenced producer
+// INVALID_PRODUCER_EPOCH; and the batch is appended only if no marker of
+// the producer came in between.
 
 import (
 	"context"
@@ -32,6 +41,7 @@ import (
 	"github.com/samsa-io/samsa/internal/protocol"
 	"github.com/samsa-io/samsa/internal/records"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/txn"
 )
 
 // compressionZstd is the codec number of zstd in batch attributes.
@@ -53,14 +63,16 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 	switch {
 	case r.Acks != 0 && r.Acks != 1 && r.Acks != -1:
 		reqErr = kerr.InvalidRequiredAcks.Code
-	case r.TransactionID != nil:
-		reqErr = kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	s := b.view()
+	az := b.authz(req)
+	var verified map[txn.TopicPartition]produceVerification
+	if reqErr == 0 {
+		verified, reqErr = b.verifyProduce(ctx, s, az, r)
 	}
 
 	var pending []appended
 	failed := false
-	s := b.view()
-	az := b.authz(req)
 	for _, t := range r.Topics {
 		writable := az.topic(kmsg.ACLOperationWrite, t.Topic)
 		rt := kmsg.NewProduceResponseTopic()
@@ -77,7 +89,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 				code = kerr.TopicAuthorizationFailed.Code
 			}
 			if code == 0 {
-				code = errorCode(guardOffsetsTopic(t.Topic, "produce to"))
+				code = errorCode(guardInternalTopic(t.Topic, "produce to"))
 			}
 			if code == 0 {
 				lp, code = b.localLeader(s, t.Topic, p.Partition)
@@ -85,8 +97,12 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 			if code == 0 && r.Acks == -1 {
 				code = errorCode(lp.CheckMinISR())
 			}
+			v := verified[txn.TopicPartition{Topic: t.Topic, Partition: p.Partition}]
 			if code == 0 {
-				info, err := b.appendProduced(lp, p.Records, r.Version)
+				code = v.code
+			}
+			if code == 0 {
+				info, err := b.appendProduced(lp, p.Records, r.Version, v.token)
 				if err != nil {
 					code = errorCode(err)
 					if code == kerr.UnknownServerError.Code {
@@ -161,8 +177,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 	}}
 }
 
-// appendProduced validates and appends one partition's records.
-func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16) (replica.Appended, error) {
+// appendProduced validates and appends one partition's records;
+// transactional ones verified under token (verifyProduce).
+func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, token uint64) (replica.Appended, error) {
 	st := lp.settings.Load()
 	res, err := records.Validate(recs, records.Limits{
 		MaxMessageBytes:        st.maxMessageBytes,
@@ -180,7 +197,7 @@ func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16) 
 		// Kafka accepts zstd only from Produce v7 (KIP-110).
 		return replica.Appended{}, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
 	}
-	info, err := lp.AppendAsLeader(recs)
+	info, err := lp.AppendTxnAsLeader(recs, token)
 	if errors.Is(err, klog.ErrDuplicateSequence) {
 		// Already appended: answer with the original offsets.
 		return info, nil

@@ -185,7 +185,7 @@ func (b *Broker) handleMetadata(ctx context.Context, req *protocol.Request) prot
 			continue
 		}
 		rt.TopicID = vt.Topic.ID
-		rt.IsInternal = name == "__consumer_offsets"
+		rt.IsInternal = isInternalTopic(name)
 		rt.Partitions = partitionMetadata(s, vt, listed, r.Version)
 		if r.Version >= 8 && r.IncludeTopicAuthorizedOperations {
 			rt.AuthorizedOperations = az.authorizedOps(kmsg.ACLResourceTypeTopic, name, topicOps)

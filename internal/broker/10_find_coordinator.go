@@ -2,9 +2,9 @@ package broker
 
 // FindCoordinator (key 10), versions 0–4 (flexible from v3; v4 batches
 // keys). A group's coordinator is the leader of its __consumer_offsets
-// partition (group.PartitionFor); the topic is created on first use.
-// Transactions are not supported: transactional keys get
-// COORDINATOR_NOT_AVAILABLE. As in Kafka (KafkaApis.getCoordinator), the
+// partition (group.PartitionFor), a transactional id's the leader of its
+// __transaction_state partition (txn.PartitionFor); each topic is created
+// on first use. As in Kafka (KafkaApis.getCoordinator), the
 // key is not checked (the empty group id is a group, of partition 0), and
 // a key type other than group and transaction is INVALID_REQUEST (share
 // keys need v6). With an authorizer, a key needs DESCRIBE on its group
@@ -19,6 +19,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/group"
 	"github.com/samsa-io/samsa/internal/protocol"
+	"github.com/samsa-io/samsa/internal/txn"
 )
 
 func (b *Broker) handleFindCoordinator(ctx context.Context, req *protocol.Request) protocol.Response {
@@ -54,21 +55,33 @@ func (b *Broker) findCoordinator(ctx context.Context, req *protocol.Request, key
 		if !b.authz(req).transactionalID(kmsg.ACLOperationDescribe, key) {
 			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed.Code
 		}
-		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
 	default:
 		return -1, "", -1, kerr.InvalidRequest.Code
 	}
-	n, err := b.ensureOffsetsTopic(ctx)
-	if err != nil {
-		b.logger.Warn("cannot create "+group.OffsetsTopic, "err", err)
-		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+	var leader int32
+	if keyType == 1 {
+		id, ok, err := b.txnCoordinatorFor(ctx, key)
+		if err != nil {
+			b.logger.Warn("cannot create "+txn.StateTopic, "err", err)
+		}
+		if !ok {
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+		}
+		leader = id
+	} else {
+		n, err := b.ensureOffsetsTopic(ctx)
+		if err != nil {
+			b.logger.Warn("cannot create "+group.OffsetsTopic, "err", err)
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+		}
+		vp, ok := b.view().Partition(group.OffsetsTopic, group.PartitionFor(key, n))
+		if !ok || vp.Leader < 0 {
+			return -1, "", -1, kerr.CoordinatorNotAvailable.Code
+		}
+		leader = vp.Leader
 	}
 	s := b.view()
-	vp, ok := s.Partition(group.OffsetsTopic, group.PartitionFor(key, n))
-	if !ok || vp.Leader < 0 {
-		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
-	}
-	vb, ok := s.Brokers[vp.Leader]
+	vb, ok := s.Brokers[leader]
 	if !ok {
 		return -1, "", -1, kerr.CoordinatorNotAvailable.Code
 	}

@@ -132,7 +132,7 @@ func (b *Broker) deleteTopics(ctx context.Context, az authz, r *kmsg.DeleteTopic
 				continue
 			}
 		}
-		err := guardOffsetsTopic(name, "delete")
+		err := guardInternalTopic(name, "delete")
 		var id meta.TopicID
 		if err == nil {
 			id, err = b.client.DeleteTopicID(ctx, name, t.id)

@@ -2,16 +2,21 @@ package broker
 
 // InitProducerId (key 22), versions 0–4 (flexible from v2).
 //
-// Idempotent producers only: each call hands out a fresh producer id with
-// epoch 0 from a block reserved in etcd, so ids are unique cluster-wide and
-// across restarts. A v3+ request carrying an existing id and epoch (KIP-360
-// epoch bump after an error) also gets a fresh id, which gives the producer
-// a clean sequence space just as an epoch bump would. Transactional ids are
-// not supported yet: they are answered with
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a non-retriable error, rather than
-// left to hang. With an authorizer, an idempotent producer needs
+// Without a transactional id (an idempotent producer), each call hands out
+// a fresh producer id with epoch 0 from a block reserved in etcd, so ids
+// are unique cluster-wide and across restarts. A v3+ request carrying an
+// existing id and epoch (KIP-360 epoch bump after an error) also gets a
+// fresh id, which gives the producer a clean sequence space just as an
+// epoch bump would. With an authorizer, an idempotent producer needs
 // IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679), else
 // CLUSTER_AUTHORIZATION_FAILED.
+//
+// With a transactional id, the transaction coordinator of the id answers
+// (internal/txn: InitProducerID), this broker only if it leads the id's
+// __transaction_state partition (else NOT_COORDINATOR); the principal
+// needs WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_
+// FAILED). PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH before v4
+// (KIP-588), as Kafka does.
 
 import (
 	"context"
@@ -38,8 +43,15 @@ func (b *Broker) handleInitProducerID(ctx context.Context, req *protocol.Request
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return reply(resp)
 	case r.TransactionalID != nil:
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return reply(resp)
+		if !b.authz(req).transactionalID(kmsg.ACLOperationWrite, *r.TransactionalID) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			return reply(resp)
+		}
+		return protocol.Response{Later: func() kmsg.Response {
+			res := b.txns.InitProducerID(ctx, *r.TransactionalID, r.TransactionTimeoutMillis, r.ProducerID, r.ProducerEpoch)
+			resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = fencedCode(res.Code, r.Version, 4), res.ProducerID, res.Epoch
+			return resp
+		}}
 	}
 	if az := b.authz(req); !az.cluster(kmsg.ACLOperationIdempotentWrite) && !az.anyOf(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code

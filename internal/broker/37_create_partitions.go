@@ -51,7 +51,7 @@ func (b *Broker) addPartitions(ctx context.Context, az authz, r *kmsg.CreatePart
 			// Looked up without validation, as Kafka's
 			// ReplicationControlManager: a topic that does not exist.
 			err = fmt.Errorf("%w: %q", coord.ErrTopicNotFound, t.Topic)
-		} else if err = guardOffsetsTopic(t.Topic, "add partitions to"); err == nil {
+		} else if err = guardInternalTopic(t.Topic, "add partitions to"); err == nil {
 			st, err = b.createPartitions(ctx, t, r.ValidateOnly)
 		}
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/samsa-io/samsa/internal/coord"
 	"github.com/samsa-io/samsa/internal/group"
 	"github.com/samsa-io/samsa/internal/meta"
+	"github.com/samsa-io/samsa/internal/txn"
 )
 
 // Errors of admin requests; errorCode maps them, the message goes to the
@@ -106,14 +107,20 @@ func countNames[T any](items []T, name func(T) string) map[string]int {
 	return n
 }
 
-// guardOffsetsTopic refuses what would destroy the group coordinator's
-// topic: a client's write into it (Kafka refuses appends to internal
-// topics with INVALID_TOPIC_EXCEPTION), its deletion, and more partitions
-// (groups are placed on its partitions by a hash of their name, so a new
-// partition count moves groups away from their committed offsets).
-func guardOffsetsTopic(topic, what string) error {
-	if topic != group.OffsetsTopic {
+// guardInternalTopic refuses what would destroy a coordinator's topic
+// (__consumer_offsets, __transaction_state): a client's write into it
+// (Kafka refuses appends to internal topics with INVALID_TOPIC_EXCEPTION),
+// its deletion, and more partitions (groups and transactional ids are
+// placed on its partitions by a hash of their name, so a new partition
+// count moves them away from their state).
+func guardInternalTopic(topic, what string) error {
+	if !isInternalTopic(topic) {
 		return nil
 	}
 	return fmt.Errorf("%w: cannot %s the internal topic %s", errInvalidTopic, what, topic)
+}
+
+// isInternalTopic reports whether topic is one of the coordinators'.
+func isInternalTopic(topic string) bool {
+	return topic == group.OffsetsTopic || topic == txn.StateTopic
 }

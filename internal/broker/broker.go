@@ -20,6 +20,7 @@ import (
 	"github.com/samsa-io/samsa/internal/group"
 	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
+	"github.com/samsa-io/samsa/internal/txn"
 )
 
 // Broker is one samsa broker: the Kafka protocol listeners, the partition
@@ -72,6 +73,10 @@ type Broker struct {
 	// groups coordinates the consumer groups of the __consumer_offsets
 	// partitions led here.
 	groups *group.Coordinator
+	// txns coordinates the transactions of the __transaction_state
+	// partitions led here; peers are its clients to the other brokers.
+	txns  *txn.Coordinator
+	peers *peerClients
 	// aclIndex is the authorization index of the current ACLs (acl.go).
 	aclIndex aclIndex
 	// parkedFetches counts long-poll fetches waiting for data.
@@ -359,6 +364,10 @@ func (b *Broker) start(ctx context.Context) error {
 	gcfg := b.cfg.Groups
 	gcfg.Logger = b.logger
 	b.groups = group.New(gcfg)
+	tcfg := b.cfg.Txns
+	tcfg.Logger = b.logger
+	b.peers = &peerClients{b: b}
+	b.txns = txn.New(tcfg, b.producerIDs, b)
 	b.isr = newISRUpdater(b)
 	b.partitions = newPartitionManager(b)
 	if err := b.partitions.openExisting(b.cache.Snapshot()); err != nil {
@@ -370,8 +379,9 @@ func (b *Broker) start(ctx context.Context) error {
 
 	bg, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
-	b.wg.Add(6)
+	b.wg.Add(7)
 	go func() { defer b.wg.Done(); b.runGroupTicks(bg) }()
+	go func() { defer b.wg.Done(); b.runTxnTicks(bg) }()
 	if b.recovering.Load() {
 		b.wg.Add(1)
 		go func() { defer b.wg.Done(); b.runRecovery(bg) }()
@@ -539,6 +549,12 @@ func (b *Broker) Close() error {
 			b.cancel()
 		}
 		b.wg.Wait()
+		if b.txns != nil {
+			b.txns.Close()
+		}
+		if b.peers != nil {
+			b.peers.close()
+		}
 		if b.groups != nil {
 			b.groups.Close()
 		}

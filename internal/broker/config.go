@@ -18,6 +18,7 @@ import (
 	"github.com/samsa-io/samsa/internal/group"
 	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/protocol"
+	"github.com/samsa-io/samsa/internal/txn"
 )
 
 // Config is one broker's configuration. Settings carry Kafka's names (in
@@ -171,6 +172,18 @@ type Config struct {
 	// __consumer_offsets gets min(it, live brokers) replicas.
 	OffsetsTopicReplicationFactor int16
 
+	// Txns configures the transaction coordinator:
+	// transaction.state.log.num.partitions, transaction.max.timeout.ms,
+	// transactional.id.expiration.ms and the two cleanup intervals.
+	Txns txn.Config
+	// TxnStateReplicationFactor and TxnStateMinISR are
+	// transaction.state.log.replication.factor and .min.isr:
+	// __transaction_state gets min(RF, live brokers) replicas and
+	// min.insync.replicas min(min ISR, its RF), so that a single broker
+	// serves transactions out of the box.
+	TxnStateReplicationFactor int16
+	TxnStateMinISR            int16
+
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
 	// CleanerBackoff is log.cleaner.backoff.ms: the least time between two
@@ -223,6 +236,9 @@ func DefaultConfig() Config {
 		ProducerIDExpiration:            24 * time.Hour,
 		Groups:                          group.DefaultConfig(),
 		OffsetsTopicReplicationFactor:   3,
+		Txns:                            txn.DefaultConfig(),
+		TxnStateReplicationFactor:       3,
+		TxnStateMinISR:                  2,
 	}
 }
 
@@ -456,6 +472,48 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want a positive integer"))
 		}
 		c.OffsetsTopicReplicationFactor = int16(n)
+	case "transaction.state.log.num.partitions":
+		n, err := parseInt(32)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive integer"))
+		}
+		c.Txns.Partitions = int32(n)
+	case "transaction.state.log.replication.factor":
+		n, err := parseInt(16)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive integer"))
+		}
+		c.TxnStateReplicationFactor = int16(n)
+	case "transaction.state.log.min.isr":
+		n, err := parseInt(16)
+		if err != nil || n < 1 {
+			return bad(fmt.Errorf("want a positive integer"))
+		}
+		c.TxnStateMinISR = int16(n)
+	case "transaction.max.timeout.ms":
+		d, err := parseMs()
+		if err != nil || d == 0 {
+			return bad(fmt.Errorf("want a positive number of milliseconds"))
+		}
+		c.Txns.MaxTimeout = d
+	case "transactional.id.expiration.ms":
+		d, err := parseMs()
+		if err != nil || d == 0 {
+			return bad(fmt.Errorf("want a positive number of milliseconds"))
+		}
+		c.Txns.IDExpiration = d
+	case "transaction.abort.timed.out.transaction.cleanup.interval.ms":
+		d, err := parseMs()
+		if err != nil || d == 0 {
+			return bad(fmt.Errorf("want a positive number of milliseconds"))
+		}
+		c.Txns.AbortInterval = d
+	case "transaction.remove.expired.transaction.cleanup.interval.ms":
+		d, err := parseMs()
+		if err != nil || d == 0 {
+			return bad(fmt.Errorf("want a positive number of milliseconds"))
+		}
+		c.Txns.RemoveInterval = d
 	case "group.min.session.timeout.ms":
 		d, err := parseMs()
 		if err != nil {

@@ -46,6 +46,10 @@ func errorCode(err error) int16 {
 		return kerr.DuplicateSequenceNumber.Code
 	case errors.Is(err, klog.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, klog.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, klog.ErrCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, klog.ErrCorruptBatch):
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, errTopicAuthorization):
@@ -92,6 +96,10 @@ func errorCode(err error) int16 {
 		return kerr.UnsupportedCompressionType.Code
 	case errors.Is(err, records.ErrInvalidRecord):
 		return kerr.InvalidRecord.Code
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
 	}
 	return kerr.UnknownServerError.Code
 }

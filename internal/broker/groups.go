@@ -49,6 +49,19 @@ func (s offsetsStore) Append(epoch int32, recs []records.KV) (int64, error) {
 	return info.LastOffset + 1, nil
 }
 
+// AppendTxn appends recs as one transactional batch of producer pid at
+// producerEpoch (a TxnOffsetCommit), like Append.
+func (s offsetsStore) AppendTxn(epoch int32, pid int64, producerEpoch int16, recs []records.KV) (int64, error) {
+	if err := s.lp.CheckMinISR(); err != nil {
+		return 0, err
+	}
+	info, err := s.lp.AppendInEpoch(epoch, records.BuildTxn(recs, time.Now().UnixMilli(), pid, producerEpoch))
+	if err != nil {
+		return 0, notLeader(err)
+	}
+	return info.LastOffset + 1, nil
+}
+
 // WaitCommitted waits until offsets below end are committed, by this
 // replica as leader in epoch throughout.
 func (s offsetsStore) WaitCommitted(ctx context.Context, epoch int32, end int64) error {
@@ -84,7 +97,9 @@ const loadChunk = 1 << 20
 
 // Load replays the partition from its start to its current end, which it
 // returns; each record's end is its batch's (a batch is committed whole).
-func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte, end int64) error) (int64, error) {
+// Records of transactional batches carry their producer, markers are
+// replayed as such.
+func (s offsetsStore) Load(ctx context.Context, fn func(r group.Record) error) (int64, error) {
 	l := s.lp.Log()
 	end := l.EndOffset()
 	for off := l.StartOffset(); off < end; {
@@ -111,11 +126,20 @@ func (s offsetsStore) Load(ctx context.Context, fn func(key, value []byte, end i
 			}
 			off = next
 			if h.IsControl() {
+				if m, ok := klog.ParseMarker(&h, batch); ok {
+					if err := fn(group.Record{End: next, ProducerID: m.ProducerID, Marker: true, Commit: m.Commit}); err != nil {
+						return 0, err
+					}
+				}
 				continue
+			}
+			pid := int64(-1)
+			if h.IsTransactional() {
+				pid = h.ProducerID
 			}
 			var ferr error
 			err = records.ForEachRecord(batch, &h, 0, func(r records.Record) bool {
-				ferr = fn(r.Key, r.Value, next)
+				ferr = fn(group.Record{Key: r.Key, Value: r.Value, End: next, ProducerID: pid})
 				return ferr == nil
 			})
 			if err == nil {

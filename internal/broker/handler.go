@@ -40,6 +40,11 @@ func init() {
 		20: {1, 6, (*Broker).handleDeleteTopics},
 		22: {0, 4, (*Broker).handleInitProducerID},
 		23: {2, 4, (*Broker).handleOffsetForLeaderEpoch},
+		24: {0, 4, (*Broker).handleAddPartitionsToTxn},
+		25: {0, 3, (*Broker).handleAddOffsetsToTxn},
+		26: {0, 4, (*Broker).handleEndTxn},
+		27: {1, 1, (*Broker).handleWriteTxnMarkers},
+		28: {0, 3, (*Broker).handleTxnOffsetCommit},
 		29: {0, 3, (*Broker).handleDescribeACLs},
 		30: {0, 3, (*Broker).handleCreateACLs},
 		31: {0, 3, (*Broker).handleDeleteACLs},
@@ -54,6 +59,9 @@ func init() {
 		50: {0, 0, (*Broker).handleDescribeUserScramCredentials},
 		51: {0, 0, (*Broker).handleAlterUserScramCredentials},
 		60: {0, 1, (*Broker).handleDescribeCluster},
+		61: {0, 0, (*Broker).handleDescribeProducers},
+		65: {0, 0, (*Broker).handleDescribeTransactions},
+		66: {0, 1, (*Broker).handleListTransactions},
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/records"
 	"github.com/samsa-io/samsa/internal/replica"
+	"github.com/samsa-io/samsa/internal/txn"
 )
 
 // topicPartition names one partition.
@@ -354,6 +355,7 @@ func (m *partitionManager) applyState(s *coord.Snapshot, tp topicPartition, lp *
 			"leader", st.Leader, "epoch", st.LeaderEpoch, "err", err)
 	}
 	m.b.groupRoleChanged(s, tp, lp, err == nil && st.Leader == self, st.LeaderEpoch)
+	m.b.txnRoleChanged(s, tp, lp, err == nil && st.Leader == self, st.LeaderEpoch)
 }
 
 // logConfig converts topic settings to the log's configuration.
@@ -422,6 +424,9 @@ func (m *partitionManager) remove(tp topicPartition, lp *localPartition) {
 	}
 	if tp.topic == group.OffsetsTopic {
 		m.b.groups.Resigned(tp.partition, lp.LeaderEpoch())
+	}
+	if tp.topic == txn.StateTopic {
+		m.b.txns.Resigned(tp.partition, lp.LeaderEpoch())
 	}
 	m.fetchers.unfollow(tp)
 	// The directory is renamed at once and removed in the background, so

@@ -89,8 +89,7 @@ func fromField(response string, request ...string) map[string][]string {
 
 // Issues that will add APIs (see docs/compatibility.md).
 const (
-	issueTransactions = 13
-	issueOperations   = 14
+	issueOperations = 14
 )
 
 // unserved lists, by key, the APIs Kafka 4.x brokers serve to clients and
@@ -103,14 +102,6 @@ var unserved = map[int16]unservedAPI{
 	41: {kafkaMin: 1, kafkaMax: 3, code: noTokens}, // DescribeDelegationToken
 
 	// Transactions (issue 13).
-	24: {kafkaMin: 0, kafkaMax: 5, code: unsupported, issue: issueTransactions},                                                           // AddPartitionsToTxn
-	25: {kafkaMin: 0, kafkaMax: 4, code: unsupported, issue: issueTransactions},                                                           // AddOffsetsToTxn
-	26: {kafkaMin: 0, kafkaMax: 5, code: unsupported, issue: issueTransactions},                                                           // EndTxn
-	27: {kafkaMin: 1, kafkaMax: 2, code: unsupported, issue: issueTransactions},                                                           // WriteTxnMarkers
-	28: {kafkaMin: 0, kafkaMax: 6, code: unsupported, issue: issueTransactions},                                                           // TxnOffsetCommit
-	61: {kafkaMin: 0, kafkaMax: 0, code: unsupported, issue: issueTransactions},                                                           // DescribeProducers
-	65: {kafkaMin: 0, kafkaMax: 0, code: unsupported, issue: issueTransactions, from: fromField("TransactionStates", "TransactionalIDs")}, // DescribeTransactions
-	66: {kafkaMin: 0, kafkaMax: 2, code: unsupported, issue: issueTransactions},                                                           // ListTransactions
 
 	// Operations (issue 14).
 	21: {kafkaMin: 0, kafkaMax: 2, code: unsupported, issue: issueOperations},                      // DeleteRecords

@@ -79,13 +79,6 @@ func TestUnservedMirrors(t *testing.T) {
 			{Topic: "a", Partitions: []kmsg.DeleteRecordsResponseTopicPartition{{Partition: 0, ErrorCode: 35}, {Partition: 3, ErrorCode: 35}}},
 		}},
 	}, {
-		name: "DescribeTransactions", version: 0,
-		req: &kmsg.DescribeTransactionsRequest{TransactionalIDs: []string{"a", "b"}},
-		want: &kmsg.DescribeTransactionsResponse{TransactionStates: []kmsg.DescribeTransactionsResponseTransactionState{
-			{TransactionalID: "a", ErrorCode: 35, ProducerID: 0},
-			{TransactionalID: "b", ErrorCode: 35},
-		}},
-	}, {
 		name: "AlterReplicaLogDirs flattens the dirs", version: 1,
 		req: &kmsg.AlterReplicaLogDirsRequest{Dirs: []kmsg.AlterReplicaLogDirsRequestDir{
 			{Dir: "/a", Topics: []kmsg.AlterReplicaLogDirsRequestDirTopic{{Topic: "t", Partitions: []int32{1, 2}}}},

@@ -577,6 +577,7 @@ func (c *Coordinator) StartCommitOffsets(req *kmsg.OffsetCommitRequest) func(con
 				sh.groups[req.Group] = g
 			}
 			for _, cm := range commits {
+				cm.o.end = sh.ends[req.Group]
 				g.offsets[cm.tp] = cm.o
 			}
 		},
@@ -627,6 +628,12 @@ func (c *Coordinator) StartFetchOffsets(req *kmsg.OffsetFetchRequest) func(conte
 	partition := func(topic string, p int32) kmsg.OffsetFetchResponseTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+		if g != nil && req.RequireStable && g.pendingIn(topicPartition{topic, p}) {
+			// KIP-447: an offset an open transaction may change is not
+			// answered; clients retry.
+			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			return rp
+		}
 		if g != nil {
 			if o, ok := g.offsets[topicPartition{topic, p}]; ok {
 				rp.Offset, rp.LeaderEpoch, rp.Metadata = o.Offset, o.LeaderEpoch, kmsg.StringPtr(o.Metadata)
@@ -1155,7 +1162,8 @@ const emptyGroupGrace = 10 * time.Minute
 // written (only handed out member ids, say) has nothing in the log and
 // goes at once, without a write.
 func (c *Coordinator) expireLocked(sh *shard, g *group, now time.Time) (changes []change, dead bool) {
-	if g.expiring {
+	if g.expiring || len(g.pendingTxn) > 0 {
+		// Not while transactions may still commit offsets of the group.
 		return nil, false
 	}
 	var tps []topicPartition

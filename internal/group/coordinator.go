@@ -37,16 +37,32 @@ type Store interface {
 	// records may have been truncated, and it fails (ErrNotLeader). It
 	// returns early with ctx's error.
 	WaitCommitted(ctx context.Context, epoch int32, end int64) error
+	// AppendTxn is Append for records of producer pid's transaction at
+	// producerEpoch (TxnOffsetCommit): one transactional batch.
+	AppendTxn(epoch int32, pid int64, producerEpoch int16, recs []records.KV) (end int64, err error)
 	// Load calls fn with every record of the partition, in offset order,
 	// from its start to its end as of the call, and returns that end. The
-	// records below it need not be committed yet. fn also gets an end
-	// for the record: an offset past it (the end of its batch) that is
-	// committed once the record is.
-	Load(ctx context.Context, fn func(key, value []byte, end int64) error) (end int64, err error)
+	// records below it need not be committed yet.
+	Load(ctx context.Context, fn func(r Record) error) (end int64, err error)
 	// MaxBatchBytes is the size of the largest batch Append accepts (the
 	// partition's max.message.bytes); the coordinator refuses larger
 	// writes before it builds them.
 	MaxBatchBytes() int
+}
+
+// Record is one record of a __consumer_offsets partition, as Load replays
+// it.
+type Record struct {
+	Key, Value []byte
+	// End is an offset past the record (the end of its batch) that is
+	// committed once the record is.
+	End int64
+	// ProducerID is the producer whose transaction the record belongs to
+	// (a transactional offset commit), -1 if none.
+	ProducerID int64
+	// Marker: the record ends ProducerID's transaction (a control record;
+	// Key and Value are nil), committing it if Commit.
+	Marker, Commit bool
 }
 
 // ErrNotLeader is what a Store returns when the partition is no longer led
@@ -112,6 +128,11 @@ type shard struct {
 	// group's records (after a failover the loaded tail may stay
 	// uncommitted until the ISR grows back).
 	ends map[string]int64
+	// txnEnds counts, per producer, the transaction markers applied to the
+	// shard (TxnGuard).
+	txnEnds map[int64]uint64
+	// lateMarkers are the markers written while the shard loads.
+	lateMarkers []lateMarker
 	// warnAt and warnsSuppressed rate-limit the shard's failure warnings.
 	warnAt          time.Time
 	warnsSuppressed int
@@ -245,8 +266,31 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 	// ends is the end of each group's latest record (deleted groups too).
 	ends := map[string]int64{}
 	n := 0
-	end, err := sh.store.Load(ctx, func(key, value []byte, recEnd int64) error {
+	// pending: the transactional offset commits not yet ended by a marker,
+	// by producer.
+	pending := map[int64][]pendingCommit{}
+	end, err := sh.store.Load(ctx, func(r Record) error {
 		n++
+		key, value, recEnd := r.Key, r.Value, r.End
+		if r.Marker {
+			for _, pc := range pending[r.ProducerID] {
+				g := groups[pc.group]
+				if g == nil {
+					continue
+				}
+				delete(g.pendingTxn[r.ProducerID], pc.tp)
+				if len(g.pendingTxn[r.ProducerID]) == 0 {
+					delete(g.pendingTxn, r.ProducerID)
+				}
+				if r.Commit {
+					if cur, ok := g.offsets[pc.tp]; !ok || cur.end < pc.o.end {
+						g.offsets[pc.tp] = pc.o
+					}
+				}
+			}
+			delete(pending, r.ProducerID)
+			return nil
+		}
 		d, err := decodeRecord(key, value)
 		if err != nil {
 			c.logger.Warn("skipping a record of "+OffsetsTopic, "partition", sh.partition, "err", err)
@@ -258,10 +302,19 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 			if d.offset == nil {
 				if g, ok := groups[d.group]; ok {
 					delete(g.offsets, tp)
+					g.dropPendingTxn(tp)
 				}
 				return nil
 			}
-			get(d.group).offsets[tp] = *d.offset
+			o := *d.offset
+			o.end = recEnd
+			if r.ProducerID >= 0 {
+				g := get(d.group)
+				g.addPendingTxn(r.ProducerID, tp, o)
+				pending[r.ProducerID] = append(pending[r.ProducerID], pendingCommit{d.group, tp, o})
+				return nil
+			}
+			get(d.group).offsets[tp] = o
 			return nil
 		}
 		stored[d.group] = d.meta != nil
@@ -295,7 +348,7 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 	}
 	now := c.cfg.Now()
 	for id, g := range groups {
-		if !stored[id] && len(g.offsets) == 0 {
+		if !stored[id] && len(g.offsets) == 0 && len(g.pendingTxn) == 0 {
 			// Deleted (its offsets' tombstones followed the group's).
 			delete(groups, id)
 			continue
@@ -309,6 +362,12 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 		}
 	}
 	sh.groups, sh.loading = groups, false
+	for _, m := range sh.lateMarkers {
+		if m.offset >= end {
+			c.completeTxnLocked(sh, m.pid, m.commit, m.offset)
+		}
+	}
+	sh.lateMarkers = nil
 	for id, e := range ends {
 		sh.ends[id] = max(sh.ends[id], e)
 	}
@@ -477,10 +536,10 @@ func (c *Coordinator) appendChangesLocked(sh *shard, changes []change, onWrite f
 		}
 		end = e
 		for _, ch := range changes[i:j] {
+			sh.ends[ch.group] = e // before apply, which may read it
 			if ch.apply != nil {
 				ch.apply()
 			}
-			sh.ends[ch.group] = e
 		}
 		appended = append(appended, changes[i:j]...)
 		i = j
@@ -488,6 +547,12 @@ func (c *Coordinator) appendChangesLocked(sh *shard, changes []change, onWrite f
 	if len(appended) == 0 {
 		return nil, codes
 	}
+	return c.awaitLocked(sh, appended, end, onWrite), codes
+}
+
+// awaitLocked starts the goroutine that awaits the commit of the appended
+// changes, which end at end (see appendChangesLocked).
+func (c *Coordinator) awaitLocked(sh *shard, appended []change, end int64, onWrite func(code int16)) *write {
 	w := &write{done: make(chan struct{})}
 	c.inFlightWrites++
 	c.writes.Add(1)
@@ -517,7 +582,7 @@ func (c *Coordinator) appendChangesLocked(sh *shard, changes []change, onWrite f
 		c.mu.Unlock()
 		close(w.done)
 	}()
-	return w, codes
+	return w
 }
 
 // writeCode maps a Store error to the error code Kafka's coordinator

@@ -292,7 +292,7 @@ func TestLoadFailure(t *testing.T) {
 
 type failingLoad struct{ memStore }
 
-func (*failingLoad) Load(context.Context, func(key, value []byte, end int64) error) (int64, error) {
+func (*failingLoad) Load(context.Context, func(Record) error) (int64, error) {
 	return 0, errStoreDown
 }
 

@@ -141,6 +141,10 @@ type group struct {
 	// so that more members can join it (group.initial.rebalance.delay.ms).
 	initialDelayUntil time.Time
 	offsets           map[topicPartition]Offset
+	// pendingTxn holds the offsets committed in open transactions
+	// (TxnOffsetCommit), by producer: they take effect when the
+	// transaction commits (CompleteTxn) and go when it aborts.
+	pendingTxn map[int64]map[topicPartition]Offset
 	// persisting is set while a SyncGroup leader's assignment of
 	// generation persistingGen is being written.
 	persisting    bool
@@ -163,6 +167,61 @@ type group struct {
 func newGroup(id string, now time.Time) *group {
 	return &group{id: id, stateSince: now, members: map[string]*member{}, pending: map[string]time.Time{},
 		static: map[string]string{}, offsets: map[topicPartition]Offset{}}
+}
+
+// addPendingTxn records an offset committed in producer pid's open
+// transaction.
+func (g *group) addPendingTxn(pid int64, tp topicPartition, o Offset) {
+	if g.pendingTxn == nil {
+		g.pendingTxn = map[int64]map[topicPartition]Offset{}
+	}
+	if g.pendingTxn[pid] == nil {
+		g.pendingTxn[pid] = map[topicPartition]Offset{}
+	}
+	g.pendingTxn[pid][tp] = o
+}
+
+// dropPendingTxn forgets the offsets of tp pending in transactions (its
+// committed offset was deleted).
+func (g *group) dropPendingTxn(tp topicPartition) {
+	for pid, offs := range g.pendingTxn {
+		delete(offs, tp)
+		if len(offs) == 0 {
+			delete(g.pendingTxn, pid)
+		}
+	}
+}
+
+// pendingIn reports whether an open transaction has an offset of tp.
+func (g *group) pendingIn(tp topicPartition) bool {
+	for _, offs := range g.pendingTxn {
+		if _, ok := offs[tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// completeTxn ends producer pid's transaction as of the marker at
+// markerOffset: its offsets written before the marker take effect if it
+// committed (unless a later plain commit of the partition superseded
+// them), or go.
+func (g *group) completeTxn(pid int64, commit bool, markerOffset int64) {
+	offs := g.pendingTxn[pid]
+	for tp, o := range offs {
+		if o.end > markerOffset {
+			continue // a later transaction's
+		}
+		delete(offs, tp)
+		if commit {
+			if cur, ok := g.offsets[tp]; !ok || cur.end < o.end {
+				g.offsets[tp] = o
+			}
+		}
+	}
+	if len(offs) == 0 {
+		delete(g.pendingTxn, pid)
+	}
 }
 
 func (g *group) setState(s state, now time.Time) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ type memStore struct {
 	down error
 	// failNth (review) refuses the append whose count is failNth.
 	failNth int
+	// txn maps the index of a record appended with AppendTxn to its
+	// producer.
+	txn map[int]int64
 }
 
 type memGate struct {
@@ -134,7 +138,24 @@ func clone(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
-func (s *memStore) Load(ctx context.Context, fn func(key, value []byte, end int64) error) (int64, error) {
+// AppendTxn appends like Append; the records are replayed as the
+// producer's (without markers, they stay pending).
+func (s *memStore) AppendTxn(epoch int32, pid int64, _ int16, recs []records.KV) (int64, error) {
+	end, err := s.Append(epoch, recs)
+	if err == nil {
+		s.mu.Lock()
+		if s.txn == nil {
+			s.txn = map[int]int64{}
+		}
+		for i := int(end) - len(recs); i < int(end); i++ {
+			s.txn[i] = pid
+		}
+		s.mu.Unlock()
+	}
+	return end, err
+}
+
+func (s *memStore) Load(ctx context.Context, fn func(r Record) error) (int64, error) {
 	s.mu.Lock()
 	gate := s.loadGate
 	s.mu.Unlock()
@@ -147,9 +168,14 @@ func (s *memStore) Load(ctx context.Context, fn func(key, value []byte, end int6
 	}
 	s.mu.Lock()
 	recs := append([]records.KV{}, s.recs...)
+	txn := maps.Clone(s.txn)
 	s.mu.Unlock()
 	for i, r := range recs {
-		if err := fn(r.Key, r.Value, int64(i+1)); err != nil {
+		pid, ok := txn[i]
+		if !ok {
+			pid = -1
+		}
+		if err := fn(Record{Key: r.Key, Value: r.Value, End: int64(i + 1), ProducerID: pid}); err != nil {
 			return 0, err
 		}
 	}

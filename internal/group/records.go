@@ -24,6 +24,18 @@ type Offset struct {
 	Metadata    string
 	// CommitTimestamp is when it was committed (milliseconds).
 	CommitTimestamp int64
+	// end is the end of the record that wrote it in the partition (0 if
+	// unknown): of a transactional commit and a plain one of the same
+	// partition, the later record wins.
+	end int64
+}
+
+// pendingCommit is a transactional offset commit replayed by a load,
+// awaiting its transaction's marker.
+type pendingCommit struct {
+	group string
+	tp    topicPartition
+	o     Offset
 }
 
 func offsetKey(group, topic string, partition int32) []byte {

@@ -20,7 +20,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // timestamp ts (milliseconds), no producer id and no headers, at base
 // offset 0: what a broker writes for itself (the group coordinator's
 // records), for Partition.AppendAsLeader to place. recs must not be empty.
-func Build(recs []KV, ts int64) []byte {
+func Build(recs []KV, ts int64) []byte { return buildBatch(recs, ts, -1, -1, 0) }
+
+// BuildTxn is Build for records written in producer pid's transaction at
+// epoch (the group coordinator's transactional offset commits): the
+// transactional attribute and the producer fields set, no sequence.
+func BuildTxn(recs []KV, ts int64, pid int64, epoch int16) []byte {
+	return buildBatch(recs, ts, pid, epoch, klog.AttrTransactional)
+}
+
+func buildBatch(recs []KV, ts int64, pid int64, epoch int16, attrs int16) []byte {
 	b := make([]byte, klog.BatchHeaderSize, klog.BatchHeaderSize+len(recs)*16)
 	for i, r := range recs {
 		var body []byte
@@ -40,12 +49,12 @@ func Build(recs []KV, ts int64) []byte {
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-klog.LogOverhead))
 	binary.BigEndian.PutUint32(b[12:], 0xffffffff)
 	b[16] = 2
-	binary.BigEndian.PutUint16(b[21:], 0)
+	binary.BigEndian.PutUint16(b[21:], uint16(attrs))
 	binary.BigEndian.PutUint32(b[23:], uint32(len(recs)-1))
 	binary.BigEndian.PutUint64(b[27:], uint64(ts))
 	binary.BigEndian.PutUint64(b[35:], uint64(ts))
-	binary.BigEndian.PutUint64(b[43:], 0xffffffffffffffff)
-	binary.BigEndian.PutUint16(b[51:], 0xffff)
+	binary.BigEndian.PutUint64(b[43:], uint64(pid))
+	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
 	binary.BigEndian.PutUint32(b[53:], 0xffffffff)
 	binary.BigEndian.PutUint32(b[57:], uint32(len(recs)))
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))

@@ -1,0 +1,143 @@
+package broker
+
+// TxnOffsetCommit (key 28), versions 0–3 (flexible from v3).
+//
+// Offsets committed in the producer's transaction (internal/group:
+// StartTxnCommitOffsets): pending until the transaction's marker reaches
+// the group's __consumer_offsets partition. With an authorizer the
+// principal needs WRITE on the transactional id
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), READ on the
+// group (GROUP_AUTHORIZATION_FAILED) and READ on each topic
+// (TOPIC_AUTHORIZATION_FAILED on its partitions); unknown partitions get
+// UNKNOWN_TOPIC_OR_PARTITION. Before the write, the transaction
+// coordinator confirms that the group's partition is in the transaction
+// (KIP-890 verification, skipped when the transaction is already open
+// there): otherwise INVALID_TXN_STATE.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/samsa-io/samsa/internal/group"
+	"github.com/samsa-io/samsa/internal/protocol"
+	"github.com/samsa-io/samsa/internal/txn"
+)
+
+func (b *Broker) handleTxnOffsetCommit(ctx context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
+	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	s := b.view()
+	az := b.authz(req)
+	setAll := func(code int16) *kmsg.TxnOffsetCommitResponse {
+		for _, t := range r.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+	switch {
+	case !az.transactionalID(kmsg.ACLOperationWrite, r.TransactionalID):
+		return reply(setAll(kerr.TransactionalIDAuthorizationFailed.Code))
+	case !az.group(kmsg.ACLOperationRead, r.Group):
+		return reply(setAll(kerr.GroupAuthorizationFailed.Code))
+	}
+	known := *r
+	known.Topics = nil
+	for _, t := range r.Topics {
+		kt := t
+		kt.Partitions = nil
+		readable := az.topic(kmsg.ACLOperationRead, t.Topic)
+		var refused *kmsg.TxnOffsetCommitResponseTopic
+		for _, p := range t.Partitions {
+			code := int16(0)
+			switch {
+			case !readable:
+				code = kerr.TopicAuthorizationFailed.Code
+			case !knownPartition(s, t.Topic, p.Partition):
+				code = kerr.UnknownTopicOrPartition.Code
+			}
+			if code == 0 {
+				kt.Partitions = append(kt.Partitions, p)
+				continue
+			}
+			if refused == nil {
+				resp.Topics = append(resp.Topics, kmsg.NewTxnOffsetCommitResponseTopic())
+				refused = &resp.Topics[len(resp.Topics)-1]
+				refused.Topic = t.Topic
+			}
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			refused.Partitions = append(refused.Partitions, rp)
+		}
+		if len(kt.Partitions) > 0 {
+			known.Topics = append(known.Topics, kt)
+		}
+	}
+	if len(known.Topics) == 0 {
+		return reply(resp)
+	}
+	merge := func(kr *kmsg.TxnOffsetCommitResponse) *kmsg.TxnOffsetCommitResponse {
+		resp.Topics = append(resp.Topics, kr.Topics...)
+		return resp
+	}
+	setKnown := func(code int16) *kmsg.TxnOffsetCommitResponse {
+		kresp := known.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range known.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			kresp.Topics = append(kresp.Topics, rt)
+		}
+		return merge(kresp)
+	}
+	// Verification, when the group's partition is led here (the group
+	// coordinator answers NOT_COORDINATOR otherwise).
+	n := b.cfg.Groups.Partitions
+	if vt, ok := s.Topics[group.OffsetsTopic]; ok {
+		n = int32(len(vt.Topic.Partitions))
+	}
+	tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(r.Group, n)}
+	guard := b.groups.TxnGuard(r.Group, r.ProducerID)
+	if lp, code := b.localLeader(s, tp.Topic, tp.Partition); code == 0 {
+		if ps, ok := lp.Log().Producer(r.ProducerID); !ok || ps.TxnStartOffset < 0 || ps.Epoch != r.ProducerEpoch {
+			per, code := b.verifyTxnPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp})
+			if code == 0 {
+				code = per[tp]
+			}
+			if code = txnCommitVerifyCode(code); code != 0 {
+				return reply(setKnown(code))
+			}
+		}
+	}
+	wait := b.groups.StartTxnCommitOffsets(&known, guard)
+	return protocol.Response{Later: func() kmsg.Response { return merge(wait(ctx)) }}
+}
+
+// txnCommitVerifyCode turns a verification answer into TxnOffsetCommit's
+// error: a coordinator that could not be asked is COORDINATOR_NOT_AVAILABLE
+// (retriable), PRODUCER_FENCED INVALID_PRODUCER_EPOCH, a partition not in
+// the transaction INVALID_TXN_STATE (the versions served predate
+// TRANSACTION_ABORTABLE).
+func txnCommitVerifyCode(code int16) int16 {
+	switch code {
+	case kerr.NotEnoughReplicas.Code:
+		return kerr.CoordinatorNotAvailable.Code
+	case kerr.ProducerFenced.Code:
+		return kerr.InvalidProducerEpoch.Code
+	case kerr.TransactionAbortable.Code:
+		return kerr.InvalidTxnState.Code
+	}
+	return code
+}

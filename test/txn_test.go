@@ -1,0 +1,264 @@
+package test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// consumeAll reads topic from the start until it has want records or the
+// context ends, with the given isolation level.
+func consumeAll(t *testing.T, ctx context.Context, addr, topic string, want int, iso kgo.IsolationLevel) []string {
+	t.Helper()
+	cl := newKgoClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Errorf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	// Anything beyond want (duplicates) is readable at once too: read
+	// until a poll finds nothing more.
+	for ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)); n++ })
+		if n == 0 {
+			break
+		}
+	}
+	return got
+}
+
+// TestTransactionsCommitAbortFranzGo: a franz-go transactional producer
+// commits one transaction and aborts another; a read_committed consumer
+// sees exactly the committed records, a read_uncommitted one all of them,
+// and neither sees a control record. ListOffsets read_committed ends at
+// the last stable offset.
+func TestTransactionsCommitAbortFranzGo(t *testing.T) {
+	b := StartBroker(t)
+	ctx := testContext(t, 60*time.Second)
+	const topic = "txn-commit-abort"
+	adm := kadm.NewClient(newKgoClient(t, b.Addr))
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	cl := newKgoClient(t, b.Addr, kgo.TransactionalID("txn-a"), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionTimeout(10*time.Second))
+	run := func(commit bool, prefix string, n int) {
+		t.Helper()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 2), Value: fmt.Appendf(nil, "%s-%d", prefix, i)}).FirstErr(); err != nil {
+				t.Fatalf("produce: %v", err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction (commit %v): %v", commit, err)
+		}
+	}
+	run(true, "committed", 10)
+	run(false, "aborted", 7)
+	run(true, "second", 3)
+
+	var want []string
+	for i := range 10 {
+		want = append(want, fmt.Sprintf("committed-%d", i))
+	}
+	for i := range 3 {
+		want = append(want, fmt.Sprintf("second-%d", i))
+	}
+	got := consumeAll(t, ctx, b.Addr, topic, len(want), kgo.ReadCommitted())
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("read_committed consumer got %q, want %q", got, want)
+	}
+	all := consumeAll(t, ctx, b.Addr, topic, 20, kgo.ReadUncommitted())
+	if len(all) != 20 {
+		t.Fatalf("read_uncommitted consumer got %d records, want 20: %q", len(all), all)
+	}
+	// Both partitions end with a commit marker: the LSO is the end.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committedEnds, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		c, _ := committedEnds.Lookup(o.Topic, o.Partition)
+		if c.Offset != o.Offset {
+			t.Errorf("partition %d: read_committed end %d, high watermark %d", o.Partition, c.Offset, o.Offset)
+		}
+	})
+}
+
+// TestTransactionsFencing: a second producer with the same transactional
+// id fences the first, whose next produce or commit fails; an open
+// transaction of the fenced producer is aborted.
+func TestTransactionsFencing(t *testing.T) {
+	b := StartBroker(t)
+	ctx := testContext(t, 60*time.Second)
+	const topic = "txn-fencing"
+	adm := kadm.NewClient(newKgoClient(t, b.Addr))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	first := newKgoClient(t, b.Addr, kgo.TransactionalID("txn-f"), kgo.DefaultProduceTopic(topic))
+	if err := first.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.ProduceSync(ctx, kgo.StringRecord("zombie")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	second := newKgoClient(t, b.Addr, kgo.TransactionalID("txn-f"), kgo.DefaultProduceTopic(topic))
+	if err := second.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.ProduceSync(ctx, kgo.StringRecord("live")).FirstErr(); err != nil {
+		t.Fatalf("second producer: %v", err)
+	}
+	if err := second.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	err := first.EndTransaction(ctx, kgo.TryCommit)
+	if err == nil {
+		t.Fatal("the fenced producer committed")
+	}
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Logf("fenced producer's commit failed with %v", err)
+	}
+	got := consumeAll(t, ctx, b.Addr, topic, 1, kgo.ReadCommitted())
+	if !slices.Equal(got, []string{"live"}) {
+		t.Fatalf("read_committed consumer got %q, want [live]", got)
+	}
+}
+
+// etlWorker runs a franz-go GroupTransactSession that copies records from
+// in to out (value prefixed) until ctx is done or stop is closed.
+func etlWorker(t *testing.T, ctx context.Context, addr, group, in, out, txnID string, stop <-chan struct{}, extra ...kgo.Opt) error {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(addr),
+		kgo.TransactionalID(txnID),
+		kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics(in),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.RequireStableFetchOffsets(),
+		kgo.TransactionTimeout(20 * time.Second),
+		kgo.DefaultProduceTopic(out),
+	}, extra...)
+	sess, err := kgo.NewGroupTransactSession(opts...)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-ctx.Done():
+			return nil
+		default:
+		}
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := sess.PollFetches(pctx)
+		cancel()
+		if len(fs.Records()) == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("etl:"), r.Value...)}, func(_ *kgo.Record, err error) {
+				if err != nil && ctx.Err() == nil {
+					t.Logf("%s: produce: %v", txnID, err)
+				}
+			})
+		})
+		if _, err := sess.End(ctx, kgo.TryCommit); err != nil && ctx.Err() == nil {
+			t.Logf("%s: end: %v", txnID, err)
+		}
+	}
+}
+
+// TestTransactionsGroupETL: franz-go GroupTransactSession
+// consume-transform-produce with three members that come and go: every
+// input record is in the output exactly once (read_committed).
+func TestTransactionsGroupETL(t *testing.T) {
+	b := StartBroker(t)
+	ctx := testContext(t, 120*time.Second)
+	const in, out, n = "etl-in", "etl-out", 3000
+	adm := kadm.NewClient(newKgoClient(t, b.Addr))
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, out); err != nil {
+		t.Fatal(err)
+	}
+	prod := newKgoClient(t, b.Addr, kgo.DefaultProduceTopic(in))
+	for i := range n {
+		prod.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 3)
+	stops := make([]chan struct{}, 3)
+	for i := range stops {
+		stops[i] = make(chan struct{})
+		go func() {
+			errs <- etlWorker(t, ctx, b.Addr, "etl", in, out, fmt.Sprintf("etl-%d", i), stops[i],
+				kgo.FetchMaxBytes(4096), kgo.FetchMaxPartitionBytes(2048))
+		}()
+	}
+	// One member leaves once the group has committed something: the
+	// others take over its partitions.
+	WaitFor(t, 60*time.Second, func() error {
+		offs, err := adm.FetchOffsets(ctx, "etl")
+		if err != nil || len(offs) == 0 {
+			return fmt.Errorf("no committed offsets yet (%v)", err)
+		}
+		return nil
+	})
+	close(stops[0])
+	got := consumeAll(t, ctx, b.Addr, out, n, kgo.ReadCommitted())
+	for i := 1; i < len(stops); i++ {
+		close(stops[i])
+	}
+	for range stops {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	for i := range n {
+		v := fmt.Sprintf("etl:v%05d", i)
+		if seen[v] != 1 {
+			t.Errorf("%s appears %d times in the output", v, seen[v])
+		}
+	}
+	if len(got) != n {
+		t.Errorf("output has %d records, want %d", len(got), n)
+	}
+}
