@@ -15,10 +15,10 @@ import (
 
 // consumeAll reads topic from the start until it has want records or the
 // context ends, with the given isolation level.
-func consumeAll(t *testing.T, ctx context.Context, addr, topic string, want int, iso kgo.IsolationLevel) []string {
+func consumeAll(t *testing.T, ctx context.Context, addr, topic string, want int, iso kgo.IsolationLevel, extra ...kgo.Opt) []string {
 	t.Helper()
-	cl := newKgoClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl := newKgoClient(t, addr, append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, extra...)...)
 	var got []string
 	for len(got) < want {
 		fs := cl.PollFetches(ctx)
@@ -153,9 +153,9 @@ func TestTransactionsFencing(t *testing.T) {
 
 // etlWorker runs a franz-go GroupTransactSession that copies records from
 // in to out (value prefixed) until ctx is done or stop is closed.
-func etlWorker(t *testing.T, ctx context.Context, addr, group, in, out, txnID string, stop <-chan struct{}, extra ...kgo.Opt) error {
+func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out, txnID string, stop <-chan struct{}, extra ...kgo.Opt) error {
 	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(addr),
+		kgo.SeedBrokers(seeds...),
 		kgo.TransactionalID(txnID),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(in),
@@ -225,7 +225,7 @@ func TestTransactionsGroupETL(t *testing.T) {
 	for i := range stops {
 		stops[i] = make(chan struct{})
 		go func() {
-			errs <- etlWorker(t, ctx, b.Addr, "etl", in, out, fmt.Sprintf("etl-%d", i), stops[i],
+			errs <- etlWorker(t, ctx, []string{b.Addr}, "etl", in, out, fmt.Sprintf("etl-%d", i), stops[i],
 				kgo.FetchMaxBytes(4096), kgo.FetchMaxPartitionBytes(2048))
 		}()
 	}

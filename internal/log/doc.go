@@ -12,6 +12,8 @@
 //	                           base offset in the name
 //	%020d.index                its sparse offset index
 //	%020d.timeindex            its time index
+//	%020d.txnindex             the aborted transactions whose markers
+//	                           the segment holds (only if it has any)
 //	%020d.snapshot             producer state as of that offset
 //	leader-epoch-checkpoint    the leader epoch cache
 //	recovery-point             offset below which everything is durable
@@ -55,17 +57,29 @@
 // directory.
 //
 // Producer snapshot (%020d.snapshot, named by the offset it describes the
-// state before): "SPS1", CRC-32C of the rest (uint32), producer count
+// state before): "SPS2", CRC-32C of the rest (uint32), producer count
 // (uint32), then per producer, sorted by id: producerId int64, epoch int16,
-// lastTimestamp int64, batch count uint8, and per remembered batch (at most
-// five) firstSeq int32, lastSeq int32, firstOffset int64, lastOffset int64.
-// Big-endian. Written at every roll (as of the new segment's base offset)
-// and at close.
+// coordinatorEpoch int32, txnFirst int64 (first offset of its open
+// transaction, -1 if none), lastTimestamp int64, batch count uint8, and per
+// remembered batch (at most five) firstSeq int32, lastSeq int32,
+// firstOffset int64, lastOffset int64. Big-endian. Written at every roll
+// (as of the new segment's base offset) and at close. "SPS1" snapshots
+// (without coordinatorEpoch and txnFirst) are still read.
+//
+// Transaction index (.txnindex): 32-byte big-endian entries, one per abort
+// marker in the segment, in offset order: producerId int64, firstOffset
+// int64 (the transaction's first batch), lastOffset int64 (the marker),
+// lastStableOffset int64 (the first offset of the transactions still open
+// then, or lastOffset+1). Appended like the other indexes and synced with
+// them; recovery trusts the entries below the producer snapshot it starts
+// from and rebuilds the others by replaying the batches, the whole log if
+// an index fails its checks. See docs/transactions.md.
 //
 // # Appending and rolling
 //
 // Append validates every batch (header, magic, CRC, record count), checks
-// idempotent producer sequences, patches offsets and the leader epoch, and
+// idempotent producer sequences and transaction state (txn.go), patches
+// offsets and the leader epoch, and
 // writes the whole request with one write to the active segment, then
 // index entries. A new active segment is rolled, at the LEO, before an
 // append that would make the active one exceed segment.bytes, when its
@@ -111,7 +125,9 @@
 // Compact (cleanup.policy=compact; the broker's housekeeping calls it) is a
 // synchronous, simplified version of Kafka's log cleaner. It cleans the
 // closed segments whose batches all lie below the upper bound the caller
-// passes (the high watermark), never the active segment: it builds a map
+// passes (the last stable offset), never the active segment. Records of
+// aborted transactions (per the transaction indexes) are removed first and
+// never supersede anything; then it builds a map
 // key -> offset of the key's latest record over those segments, then
 // rewrites each of them, one at a time, keeping a keyed record only if it
 // is the latest of its key in that range. Records above the bound are not
