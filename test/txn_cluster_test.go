@@ -57,7 +57,7 @@ func TestTransactionsETLFailover(t *testing.T) {
 	stop := make(chan struct{})
 	for i := range 3 {
 		go func() {
-			errs <- etlWorker(t, ctx, seeds, "etlf", in, out, fmt.Sprintf("etlf-%d", i), stop, fast...)
+			errs <- etlWorker(t, ctx, seeds, "etlf", in, out, fmt.Sprintf("etlf-%d", i), stop, nil, fast...)
 		}()
 	}
 	progress := func(min int64) func() error {
@@ -101,24 +101,7 @@ func TestTransactionsETLFailover(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	seen := map[string]int{}
-	for _, v := range got {
-		seen[v]++
-	}
-	missing, dups := 0, 0
-	for i := range n {
-		switch v := fmt.Sprintf("etl:v%05d", i); seen[v] {
-		case 1:
-		case 0:
-			missing++
-		default:
-			dups++
-			t.Errorf("%s appears %d times in the output", v, seen[v])
-		}
-	}
-	if missing > 0 || len(got) != n {
-		t.Errorf("output has %d records, %d of the %d inputs missing", len(got), missing, n)
-	}
+	checkExactlyOnce(t, got, n)
 	// No transaction left open once the workers stopped.
 	WaitFor(t, 60*time.Second, func() error {
 		hw, err := c.Admin().ListEndOffsets(ctx, out)

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/samsa-io/samsa/internal/broker"
 )
 
 // consumeAll reads topic from the start until it has want records or the
@@ -152,8 +154,11 @@ func TestTransactionsFencing(t *testing.T) {
 }
 
 // etlWorker runs a franz-go GroupTransactSession that copies records from
-// in to out (value prefixed) until ctx is done or stop is closed.
-func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out, txnID string, stop <-chan struct{}, extra ...kgo.Opt) error {
+// in to out (value prefixed) until ctx is done or stop is closed. When
+// crash is closed, it begins a transaction, produces its records and
+// closes its client without ending the transaction, as a member that
+// dies mid-transaction: the coordinator aborts it after its timeout.
+func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out, txnID string, stop, crash <-chan struct{}, extra ...kgo.Opt) error {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
 		kgo.TransactionalID(txnID),
@@ -161,14 +166,19 @@ func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out
 		kgo.ConsumeTopics(in),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.RequireStableFetchOffsets(),
-		kgo.TransactionTimeout(20 * time.Second),
+		kgo.TransactionTimeout(10 * time.Second),
 		kgo.DefaultProduceTopic(out),
 	}, extra...)
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		return err
 	}
-	defer sess.Close()
+	crashed := false
+	defer func() {
+		if !crashed {
+			sess.Close()
+		}
+	}()
 	for {
 		select {
 		case <-stop:
@@ -188,11 +198,21 @@ func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("etl:"), r.Value...)}, func(_ *kgo.Record, err error) {
-				if err != nil && ctx.Err() == nil {
+				if err != nil && ctx.Err() == nil && !crashed {
 					t.Logf("%s: produce: %v", txnID, err)
 				}
 			})
 		})
+		select {
+		case <-crash:
+			if err := sess.Client().Flush(ctx); err != nil {
+				t.Logf("%s: flush before the crash: %v", txnID, err)
+			}
+			crashed = true
+			sess.Client().Close()
+			return nil
+		default:
+		}
 		if _, err := sess.End(ctx, kgo.TryCommit); err != nil && ctx.Err() == nil {
 			t.Logf("%s: end: %v", txnID, err)
 		}
@@ -200,65 +220,101 @@ func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out
 }
 
 // TestTransactionsGroupETL: franz-go GroupTransactSession
-// consume-transform-produce with three members that come and go: every
-// input record is in the output exactly once (read_committed).
+// consume-transform-produce with three members, with the range and the
+// cooperative-sticky balancers (the latter with static members): once the
+// group has committed something, one member dies mid-transaction and
+// another leaves; every input record is in the output exactly once
+// (read_committed).
 func TestTransactionsGroupETL(t *testing.T) {
-	b := StartBroker(t)
-	ctx := testContext(t, 120*time.Second)
-	const in, out, n = "etl-in", "etl-out", 3000
-	adm := kadm.NewClient(newKgoClient(t, b.Addr))
-	if _, err := adm.CreateTopic(ctx, 6, 1, nil, in); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name   string
+		static bool
+		opts   []kgo.Opt
+	}{
+		{"range", false, []kgo.Opt{kgo.Balancers(kgo.RangeBalancer())}},
+		{"cooperative-sticky-static", true, []kgo.Opt{kgo.Balancers(kgo.CooperativeStickyBalancer())}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The dead member's transaction is aborted within a second
+			// of its timeout.
+			b := StartBroker(t, func(c *broker.Config) { c.Txns.AbortInterval = time.Second })
+			ctx := testContext(t, 120*time.Second)
+			in, out, group := "etl-in", "etl-out", "etl"
+			const n = 3000
+			adm := kadm.NewClient(newKgoClient(t, b.Addr))
+			if _, err := adm.CreateTopic(ctx, 6, 1, nil, in); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := adm.CreateTopic(ctx, 3, 1, nil, out); err != nil {
+				t.Fatal(err)
+			}
+			prod := newKgoClient(t, b.Addr, kgo.DefaultProduceTopic(in))
+			for i := range n {
+				prod.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, nil)
+			}
+			if err := prod.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			errs := make(chan error, 3)
+			stops := make([]chan struct{}, 3)
+			crash := make(chan struct{})
+			for i := range stops {
+				stops[i] = make(chan struct{})
+				// A dead member's session ends after 6 s (the group minimum).
+				opts := append([]kgo.Opt{kgo.FetchMaxBytes(4096), kgo.FetchMaxPartitionBytes(2048),
+					kgo.SessionTimeout(6 * time.Second), kgo.HeartbeatInterval(500 * time.Millisecond)}, tc.opts...)
+				if tc.static {
+					opts = append(opts, kgo.InstanceID(fmt.Sprintf("etl-member-%d", i)))
+				}
+				var crashMe <-chan struct{}
+				if i == 2 {
+					crashMe = crash
+				}
+				go func() {
+					errs <- etlWorker(t, ctx, []string{b.Addr}, group, in, out, fmt.Sprintf("etl-%d", i), stops[i], crashMe, opts...)
+				}()
+			}
+			WaitFor(t, 60*time.Second, func() error {
+				offs, err := adm.FetchOffsets(ctx, group)
+				if err != nil || len(offs) == 0 {
+					return fmt.Errorf("no committed offsets yet (%v)", err)
+				}
+				return nil
+			})
+			close(crash)
+			close(stops[0])
+			got := consumeAll(t, ctx, b.Addr, out, n, kgo.ReadCommitted())
+			for i := 1; i < len(stops); i++ {
+				close(stops[i])
+			}
+			for range stops {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			checkExactlyOnce(t, got, n)
+		})
 	}
-	if _, err := adm.CreateTopic(ctx, 3, 1, nil, out); err != nil {
-		t.Fatal(err)
-	}
-	prod := newKgoClient(t, b.Addr, kgo.DefaultProduceTopic(in))
-	for i := range n {
-		prod.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "%d", i), Value: fmt.Appendf(nil, "v%05d", i)}, nil)
-	}
-	if err := prod.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan error, 3)
-	stops := make([]chan struct{}, 3)
-	for i := range stops {
-		stops[i] = make(chan struct{})
-		go func() {
-			errs <- etlWorker(t, ctx, []string{b.Addr}, "etl", in, out, fmt.Sprintf("etl-%d", i), stops[i],
-				kgo.FetchMaxBytes(4096), kgo.FetchMaxPartitionBytes(2048))
-		}()
-	}
-	// One member leaves once the group has committed something: the
-	// others take over its partitions.
-	WaitFor(t, 60*time.Second, func() error {
-		offs, err := adm.FetchOffsets(ctx, "etl")
-		if err != nil || len(offs) == 0 {
-			return fmt.Errorf("no committed offsets yet (%v)", err)
-		}
-		return nil
-	})
-	close(stops[0])
-	got := consumeAll(t, ctx, b.Addr, out, n, kgo.ReadCommitted())
-	for i := 1; i < len(stops); i++ {
-		close(stops[i])
-	}
-	for range stops {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
+}
+
+// checkExactlyOnce checks that got holds "etl:v%05d" for each i < n once.
+func checkExactlyOnce(t *testing.T, got []string, n int) {
+	t.Helper()
 	seen := map[string]int{}
 	for _, v := range got {
 		seen[v]++
 	}
+	missing := 0
 	for i := range n {
-		v := fmt.Sprintf("etl:v%05d", i)
-		if seen[v] != 1 {
+		switch v := fmt.Sprintf("etl:v%05d", i); seen[v] {
+		case 1:
+		case 0:
+			missing++
+		default:
 			t.Errorf("%s appears %d times in the output", v, seen[v])
 		}
 	}
-	if len(got) != n {
-		t.Errorf("output has %d records, want %d", len(got), n)
+	if missing > 0 || len(got) != n {
+		t.Errorf("output has %d records, %d of the %d inputs missing", len(got), missing, n)
 	}
 }
