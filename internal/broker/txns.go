@@ -305,6 +305,9 @@ func markerError(code int16) error {
 // writeMarkerLocally appends m to partition tp led here and waits until it
 // is committed.
 func (b *Broker) writeMarkerLocally(ctx context.Context, s *coord.Snapshot, m txn.Marker, tp txn.TopicPartition) error {
+	if err := ctx.Err(); err != nil {
+		return err // the coordinator resigned
+	}
 	lp, code := b.localLeader(s, tp.Topic, tp.Partition)
 	if code != 0 {
 		return kerr.ErrorForCode(code)

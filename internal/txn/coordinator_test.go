@@ -1,0 +1,361 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/samsa-io/samsa/internal/records"
+)
+
+// memStore is a Store in memory: every append is committed at once.
+type memStore struct {
+	mu   sync.Mutex
+	recs []records.KV
+	down error
+}
+
+func (s *memStore) Append(_ int32, recs []records.KV) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down != nil {
+		return 0, s.down
+	}
+	s.recs = append(s.recs, recs...)
+	return int64(len(s.recs)), nil
+}
+
+func (s *memStore) WaitCommitted(context.Context, int32, int64) error { return nil }
+
+func (s *memStore) Load(_ context.Context, fn func(key, value []byte, end int64) error) (int64, error) {
+	s.mu.Lock()
+	recs := slices.Clone(s.recs)
+	s.mu.Unlock()
+	for i, r := range recs {
+		if err := fn(r.Key, r.Value, int64(i+1)); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(recs)), nil
+}
+
+// state decodes the latest record of id.
+func (s *memStore) state(t *testing.T, id string) *txnMeta {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.recs) - 1; i >= 0; i-- {
+		got, m, err := decodeRecord(s.recs[i].Key, s.recs[i].Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == id {
+			return m
+		}
+	}
+	return nil
+}
+
+type ids struct {
+	mu   sync.Mutex
+	next int64
+}
+
+func (a *ids) NextID(context.Context) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.next++
+	return a.next, nil
+}
+
+// markers records the markers written; while hold is set, WriteMarkers
+// blocks until it is closed.
+type markers struct {
+	mu      sync.Mutex
+	written []string
+	hold    chan struct{}
+}
+
+func (m *markers) WriteMarkers(ctx context.Context, mk Marker, parts []TopicPartition) map[TopicPartition]error {
+	m.mu.Lock()
+	hold := m.hold
+	m.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+	}
+	out := map[TopicPartition]error{}
+	if err := ctx.Err(); err != nil {
+		for _, tp := range parts {
+			out[tp] = err
+		}
+		return out
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, tp := range parts {
+		m.written = append(m.written, fmt.Sprintf("%s-%d pid %d epoch %d commit %v", tp.Topic, tp.Partition, mk.ProducerID, mk.ProducerEpoch, mk.Commit))
+		out[tp] = nil
+	}
+	return out
+}
+
+type harness struct {
+	t     *testing.T
+	c     *Coordinator
+	store *memStore
+	mk    *markers
+	now   time.Time
+	mu    sync.Mutex
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{t: t, store: &memStore{}, mk: &markers{}, now: time.UnixMilli(1_700_000_000_000)}
+	cfg := DefaultConfig()
+	cfg.Partitions = 1
+	cfg.Now = func() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.now }
+	h.c = New(cfg, &ids{next: 999}, h.mk)
+	t.Cleanup(h.c.Close)
+	h.elect(1)
+	return h
+}
+
+func (h *harness) advance(d time.Duration) {
+	h.mu.Lock()
+	h.now = h.now.Add(d)
+	h.mu.Unlock()
+}
+
+// elect makes the coordinator lead partition 0 in epoch and waits for its
+// load.
+func (h *harness) elect(epoch int32) {
+	h.c.Elected(0, epoch, 1, h.store)
+	h.waitFor(func() bool {
+		h.c.mu.Lock()
+		defer h.c.mu.Unlock()
+		sh := h.c.shards[0]
+		return sh != nil && !sh.loading
+	})
+}
+
+func (h *harness) waitFor(cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatal("condition not met in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitState waits until id's state (in memory) is s.
+func (h *harness) waitState(id string, s State) {
+	h.t.Helper()
+	h.waitFor(func() bool { return h.c.Describe(id).State == s })
+}
+
+func (h *harness) init(id string, pid int64, epoch int16) InitResult {
+	return h.c.InitProducerID(context.Background(), id, 60000, pid, epoch)
+}
+
+func wantCode(t *testing.T, what string, got, want int16) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: code %d (%v), want %d (%v)", what, got, kerr.ErrorForCode(got), want, kerr.ErrorForCode(want))
+	}
+}
+
+var tp0 = TopicPartition{"t", 0}
+
+func TestInitProducerIDBumpsAndFences(t *testing.T) {
+	h := newHarness(t)
+	r := h.init("a", -1, -1)
+	wantCode(t, "first init", r.Code, 0)
+	if r.ProducerID != 1000 || r.Epoch != 0 {
+		t.Fatalf("first init = %+v, want pid 1000 epoch 0", r)
+	}
+	r2 := h.init("a", -1, -1)
+	if r2.Code != 0 || r2.ProducerID != 1000 || r2.Epoch != 1 {
+		t.Fatalf("second init = %+v, want epoch 1", r2)
+	}
+	// KIP-360: naming the current pair bumps; naming the previous one is a
+	// retry answered with the current pair; anything else is fenced.
+	r3 := h.init("a", 1000, 1)
+	if r3.Code != 0 || r3.Epoch != 2 {
+		t.Fatalf("init with the current pair = %+v, want epoch 2", r3)
+	}
+	if r := h.init("a", 1000, 1); r.Code != 0 || r.Epoch != 2 {
+		t.Fatalf("retried init = %+v, want epoch 2 again", r)
+	}
+	wantCode(t, "init with an old epoch", h.init("a", 1000, 0).Code, kerr.ProducerFenced.Code)
+	wantCode(t, "init with another pid", h.init("a", 77, 2).Code, kerr.ProducerFenced.Code)
+	wantCode(t, "timeout too long", h.c.InitProducerID(context.Background(), "a", int32(16*time.Minute/time.Millisecond), -1, -1).Code,
+		kerr.InvalidTransactionTimeout.Code)
+	wantCode(t, "empty id", h.init("", -1, -1).Code, kerr.InvalidRequest.Code)
+	if st := h.store.state(t, "a"); st == nil || st.epoch != 2 || st.producerID != 1000 || st.state != StateEmpty {
+		t.Fatalf("stored state %+v", st)
+	}
+}
+
+func TestEndTxnStateTable(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.init("a", -1, -1)
+	pid, epoch := r.ProducerID, r.Epoch
+	wantCode(t, "EndTxn on Empty", h.c.EndTxn(ctx, "a", pid, epoch, true), kerr.InvalidTxnState.Code)
+	wantCode(t, "AddPartitions unknown id", h.c.AddPartitions(ctx, "nope", pid, epoch, []TopicPartition{tp0}), kerr.InvalidProducerIDMapping.Code)
+	wantCode(t, "AddPartitions other pid", h.c.AddPartitions(ctx, "a", pid+1, epoch, []TopicPartition{tp0}), kerr.InvalidProducerIDMapping.Code)
+	wantCode(t, "AddPartitions other epoch", h.c.AddPartitions(ctx, "a", pid, epoch+1, []TopicPartition{tp0}), kerr.ProducerFenced.Code)
+	wantCode(t, "AddPartitions", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{tp0}), 0)
+
+	// While the markers are being written, everything is CONCURRENT_TRANSACTIONS.
+	hold := make(chan struct{})
+	h.mk.mu.Lock()
+	h.mk.hold = hold
+	h.mk.mu.Unlock()
+	wantCode(t, "commit", h.c.EndTxn(ctx, "a", pid, epoch, true), 0)
+	wantCode(t, "commit retried while completing", h.c.EndTxn(ctx, "a", pid, epoch, true), kerr.ConcurrentTransactions.Code)
+	wantCode(t, "abort while committing", h.c.EndTxn(ctx, "a", pid, epoch, false), kerr.ConcurrentTransactions.Code)
+	wantCode(t, "add while committing", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{tp0}), kerr.ConcurrentTransactions.Code)
+	wantCode(t, "init while committing", h.init("a", -1, -1).Code, kerr.ConcurrentTransactions.Code)
+	if d := h.c.Describe("a"); d.State != StatePrepareCommit {
+		t.Fatalf("state %v, want PrepareCommit", d.State)
+	}
+	close(hold)
+	h.waitState("a", StateCompleteCommit)
+	wantCode(t, "commit retried after completion", h.c.EndTxn(ctx, "a", pid, epoch, true), 0)
+	wantCode(t, "abort after commit", h.c.EndTxn(ctx, "a", pid, epoch, false), kerr.InvalidTxnState.Code)
+	h.mk.mu.Lock()
+	written := slices.Clone(h.mk.written)
+	h.mk.mu.Unlock()
+	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", pid, epoch)}; !slices.Equal(written, want) {
+		t.Fatalf("markers %q, want %q", written, want)
+	}
+	if st := h.store.state(t, "a"); st.state != StateCompleteCommit || len(st.partitions) != 0 {
+		t.Fatalf("stored %+v", st)
+	}
+	// The next transaction, aborted.
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{{"t", 1}}), 0)
+	wantCode(t, "abort", h.c.EndTxn(ctx, "a", pid, epoch, false), 0)
+	h.waitState("a", StateCompleteAbort)
+	wantCode(t, "abort retried", h.c.EndTxn(ctx, "a", pid, epoch, false), 0)
+	wantCode(t, "commit after abort", h.c.EndTxn(ctx, "a", pid, epoch, true), kerr.InvalidTxnState.Code)
+}
+
+// An InitProducerId during an open transaction fences it: abort markers
+// with the bumped epoch, CONCURRENT_TRANSACTIONS, then a new epoch.
+func TestInitFencesOpenTransaction(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.init("a", -1, -1)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}), 0)
+	wantCode(t, "init while open", h.init("a", -1, -1).Code, kerr.ConcurrentTransactions.Code)
+	h.waitState("a", StateCompleteAbort)
+	r2 := h.init("a", -1, -1)
+	if r2.Code != 0 || r2.Epoch != r.Epoch+2 {
+		t.Fatalf("init after the fence = %+v, want epoch %d", r2, r.Epoch+2)
+	}
+	wantCode(t, "zombie's EndTxn", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true), kerr.ProducerFenced.Code)
+	h.mk.mu.Lock()
+	defer h.mk.mu.Unlock()
+	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit false", r.ProducerID, r.Epoch+1)}; !slices.Equal(h.mk.written, want) {
+		t.Fatalf("markers %q, want %q", h.mk.written, want)
+	}
+}
+
+func TestTimeoutAbortAndExpiry(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.c.InitProducerID(ctx, "a", 1000, -1, -1)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}), 0)
+	h.advance(500 * time.Millisecond)
+	h.c.Tick()
+	if s := h.c.Describe("a").State; s != StateOngoing {
+		t.Fatalf("state %v before the timeout", s)
+	}
+	h.advance(20 * time.Second)
+	h.c.Tick()
+	h.waitState("a", StateCompleteAbort)
+	if d := h.c.Describe("a"); d.Epoch != r.Epoch+1 {
+		t.Fatalf("epoch %d after the timeout abort, want %d", d.Epoch, r.Epoch+1)
+	}
+	wantCode(t, "timed-out producer's commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true), kerr.ProducerFenced.Code)
+	h.advance(8 * 24 * time.Hour)
+	h.c.Tick()
+	wantCode(t, "describe after expiry", h.c.Describe("a").Code, kerr.TransactionalIDNotFound.Code)
+	if st := h.store.state(t, "a"); st != nil {
+		t.Fatalf("expired id still stored: %+v", st)
+	}
+	// A fresh id gets a new producer id.
+	if r2 := h.init("a", -1, -1); r2.Code != 0 || r2.ProducerID == r.ProducerID || r2.Epoch != 0 {
+		t.Fatalf("init after expiry = %+v", r2)
+	}
+}
+
+// At epoch 32766 a producer gets a new producer id, and a retry naming the
+// old pair gets the new one again.
+func TestEpochExhaustion(t *testing.T) {
+	h := newHarness(t)
+	r := h.init("a", -1, -1)
+	h.c.mu.Lock()
+	h.c.shards[0].txns["a"].epoch = math.MaxInt16 - 1
+	h.c.mu.Unlock()
+	r2 := h.init("a", r.ProducerID, math.MaxInt16-1)
+	if r2.Code != 0 || r2.ProducerID == r.ProducerID || r2.Epoch != 0 {
+		t.Fatalf("init at the last epoch = %+v, want a new producer id at epoch 0", r2)
+	}
+	if r3 := h.init("a", r.ProducerID, math.MaxInt16-1); r3 != r2 {
+		t.Fatalf("retried init = %+v, want %+v", r3, r2)
+	}
+}
+
+// A new coordinator (leader epoch 2) loads the partition and completes a
+// transaction its predecessor left prepared.
+func TestFailoverResumesMarkers(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.init("a", -1, -1)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0, {"u", 3}}), 0)
+	hold := make(chan struct{})
+	h.mk.mu.Lock()
+	h.mk.hold = hold
+	h.mk.mu.Unlock()
+	wantCode(t, "commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true), 0)
+	h.c.Resigned(0, 1)
+	close(hold)
+	h.mk.mu.Lock()
+	h.mk.hold, h.mk.written = nil, nil
+	h.mk.mu.Unlock()
+	h.elect(2)
+	h.waitState("a", StateCompleteCommit)
+	h.mk.mu.Lock()
+	defer h.mk.mu.Unlock()
+	slices.Sort(h.mk.written)
+	want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", r.ProducerID, r.Epoch), fmt.Sprintf("u-3 pid %d epoch %d commit true", r.ProducerID, r.Epoch)}
+	if !slices.Equal(h.mk.written, want) {
+		t.Fatalf("markers after failover %q, want %q", h.mk.written, want)
+	}
+}
+
+// A refused write changes nothing.
+func TestRefusedWriteChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.init("a", -1, -1)
+	h.store.mu.Lock()
+	h.store.down = fmt.Errorf("%w: gone", ErrNotLeader)
+	h.store.mu.Unlock()
+	wantCode(t, "add on a lost leadership", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}), kerr.NotCoordinator.Code)
+	if d := h.c.Describe("a"); d.State != StateEmpty || len(d.Partitions) != 0 {
+		t.Fatalf("state after a refused write: %+v", d)
+	}
+}
