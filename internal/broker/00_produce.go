@@ -102,7 +102,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 				code = v.code
 			}
 			if code == 0 {
-				info, err := b.appendProduced(lp, p.Records, r.Version, v.token)
+				info, err := b.appendProduced(lp, p.Records, r.Version, v)
 				if err != nil {
 					code = errorCode(err)
 					if code == kerr.UnknownServerError.Code {
@@ -178,8 +178,8 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 }
 
 // appendProduced validates and appends one partition's records;
-// transactional ones verified under token (verifyProduce).
-func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, token uint64) (replica.Appended, error) {
+// transactional ones verified as verifyProduce found.
+func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, v produceVerification) (replica.Appended, error) {
 	st := lp.settings.Load()
 	res, err := records.Validate(recs, records.Limits{
 		MaxMessageBytes:        st.maxMessageBytes,
@@ -197,7 +197,11 @@ func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, 
 		// Kafka accepts zstd only from Produce v7 (KIP-110).
 		return replica.Appended{}, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
 	}
-	info, err := lp.AppendTxnAsLeader(recs, token)
+	appendFn := lp.AppendAsLeader
+	if !v.unverified {
+		appendFn = func(b []byte) (replica.Appended, error) { return lp.AppendTxnAsLeader(b, v.token) }
+	}
+	info, err := appendFn(recs)
 	if errors.Is(err, klog.ErrDuplicateSequence) {
 		// Already appended: answer with the original offsets.
 		return info, nil

@@ -183,6 +183,12 @@ type Config struct {
 	// serves transactions out of the box.
 	TxnStateReplicationFactor int16
 	TxnStateMinISR            int16
+	// TxnVerification is transaction.partition.verification.enable: a
+	// partition leader verifies with the coordinator that a transaction
+	// includes the partition before its first transactional batch opens
+	// it there (KIP-890). Off, a late or rogue batch can leave a hanging
+	// transaction (for tests of the tools that find and abort them).
+	TxnVerification bool
 
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
@@ -239,6 +245,7 @@ func DefaultConfig() Config {
 		Txns:                            txn.DefaultConfig(),
 		TxnStateReplicationFactor:       3,
 		TxnStateMinISR:                  2,
+		TxnVerification:                 true,
 	}
 }
 
@@ -490,6 +497,12 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want a positive integer"))
 		}
 		c.TxnStateMinISR = int16(n)
+	case "transaction.partition.verification.enable":
+		v, err := strconv.ParseBool(value)
+		if err != nil {
+			return bad(fmt.Errorf("want true or false"))
+		}
+		c.TxnVerification = v
 	case "transaction.max.timeout.ms":
 		d, err := parseMs()
 		if err != nil || d == 0 {
