@@ -413,7 +413,8 @@ func produceVerifyCode(code int16, v int16) int16 {
 // of recs (the first batch's header decides, as in Kafka).
 func transactionalProducer(recs []byte) (pid int64, epoch int16, ok bool) {
 	h, err := klog.ParseBatchHeader(recs)
-	if err != nil && !errors.Is(err, klog.ErrBatchTooLong) || !h.IsTransactional() {
+	// A control batch is refused by the records' validation.
+	if err != nil && !errors.Is(err, klog.ErrBatchTooLong) || !h.IsTransactional() || h.IsControl() {
 		return 0, 0, false
 	}
 	return h.ProducerID, h.ProducerEpoch, true
