@@ -62,7 +62,14 @@ func TestTransactionsETLFailover(t *testing.T) {
 	}
 	progress := func(min int64) func() error {
 		return func() error {
-			offs, err := c.Admin().FetchOffsets(ctx, "etlf")
+			// A fresh client each time: a cached coordinator on a dead
+			// broker says nothing of the cluster.
+			cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrapList()...))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			offs, err := kadm.NewClient(cl).FetchOffsets(ctx, "etlf")
 			if err != nil {
 				return err
 			}

@@ -16,10 +16,12 @@ import (
 )
 
 // txnProduce sends one batch to topic-partition with the transactional id
-// (nil: none) and returns the partition's error code.
-func txnProduce(t *testing.T, ctx context.Context, cl *kgo.Client, txnID *string, topic string, partition int32, batch []byte) int16 {
+// (nil: none), in the given Produce version, and returns the partition's
+// error code.
+func txnProduce(t *testing.T, rc *badConn, version int16, txnID *string, topic string, partition int32, batch []byte) int16 {
 	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
+	req.Version = version
 	req.Acks, req.TimeoutMillis, req.TransactionID = -1, 10000, txnID
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
@@ -27,11 +29,7 @@ func txnProduce(t *testing.T, ctx context.Context, cl *kgo.Client, txnID *string
 	rp.Partition, rp.Records = partition, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	return resp.Topics[0].Partitions[0].ErrorCode
+	return rc.roundTrip(req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 }
 
 // withAttributes sets a batch's attributes and fixes its CRC.
@@ -41,7 +39,22 @@ func withAttributes(b []byte, attrs int16) []byte {
 	return b
 }
 
-// noError is the code 0 for wantKerr.
+// waitTxnState waits until transactional id id is in state.
+func waitTxnState(t *testing.T, ctx context.Context, cl *kgo.Client, id, state string) {
+	t.Helper()
+	WaitFor(t, 10*time.Second, func() error {
+		d, err := kadm.NewClient(cl).DescribeTransactions(ctx, id)
+		if err != nil {
+			return err
+		}
+		if s := d[id].State; s != state {
+			return fmt.Errorf("state %s", s)
+		}
+		return nil
+	})
+}
+
+// noError is the code 0 for wantCode.
 var noError = &kerr.Error{Message: "NONE"}
 
 func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
@@ -69,6 +82,9 @@ func TestTransactionsHostileInput(t *testing.T) {
 		t.Fatalf("InitProducerId: %v %+v", err, ir)
 	}
 	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	// A raw connection sends the versions asked for (franz-go would
+	// negotiate its own): Produce v9 is a transactions v1 producer's.
+	rc := dialBad(t, b.Addr)
 	rec := []rawRecord{{Value: []byte("v")}}
 	now := time.Now().UnixMilli()
 	txnBatch := func(seq int32) []byte {
@@ -101,19 +117,16 @@ func TestTransactionsHostileInput(t *testing.T) {
 	}
 
 	// Produce.
-	wantCode(t, "a client's control batch", txnProduce(t, ctx, cl, id, topic, 0, withAttributes(buildRecordBatch(pid, epoch, -1, now, rec), 0x30)),
+	wantCode(t, "a client's control batch", txnProduce(t, rc, 9, id, topic, 0, withAttributes(buildRecordBatch(pid, epoch, -1, now, rec), 0x30)),
 		kerr.InvalidRecord)
-	wantCode(t, "a transactional batch without a transactional id", txnProduce(t, ctx, cl, nil, topic, 0, txnBatch(0)),
+	wantCode(t, "a transactional batch without a transactional id", txnProduce(t, rc, 9, nil, topic, 0, txnBatch(0)),
 		kerr.TransactionalIDAuthorizationFailed)
-	wantCode(t, "a transactional batch to a partition not in the transaction", txnProduce(t, ctx, cl, id, topic, 0, txnBatch(0)),
+	wantCode(t, "a transactional batch to a partition not in the transaction", txnProduce(t, rc, 9, id, topic, 0, txnBatch(0)),
 		kerr.InvalidTxnState)
-	wantCode(t, "a produce to __transaction_state", txnProduce(t, ctx, cl, nil, "__transaction_state", 0, buildRecordBatch(-1, -1, -1, now, rec)),
+	wantCode(t, "a produce to __transaction_state", txnProduce(t, rc, 9, nil, "__transaction_state", 0, buildRecordBatch(-1, -1, -1, now, rec)),
 		kerr.InvalidTopicException)
 
 	// Out-of-order and mismatched transactional requests.
-	// A raw connection sends the versions asked for (franz-go would
-	// negotiate its own).
-	rc := dialBad(t, b.Addr)
 	end := func(pid int64, epoch int16, version int16) int16 {
 		req := kmsg.NewPtrEndTxnRequest()
 		req.Version = version
@@ -152,9 +165,9 @@ func TestTransactionsHostileInput(t *testing.T) {
 	wantCode(t, "AddPartitionsToTxn of a good partition beside bad ones", codes[topic][0], kerr.OperationNotAttempted)
 	codes = add(map[string][]int32{topic: {0}})
 	wantCode(t, "AddPartitionsToTxn", codes[topic][0], noError)
-	wantCode(t, "the transactional batch once added", txnProduce(t, ctx, cl, id, topic, 0, txnBatch(0)), noError)
+	wantCode(t, "the transactional batch once added", txnProduce(t, rc, 9, id, topic, 0, txnBatch(0)), noError)
 	wantCode(t, "a non-transactional batch of the producer during its transaction",
-		txnProduce(t, ctx, cl, id, topic, 0, buildRecordBatch(pid, epoch, 1, now, rec)), kerr.InvalidTxnState)
+		txnProduce(t, rc, 9, id, topic, 0, buildRecordBatch(pid, epoch, 1, now, rec)), kerr.InvalidTxnState)
 
 	// Markers: from an older coordinator, and malformed.
 	marker := func(coordEpoch int32, pid int64) int16 {
@@ -173,20 +186,23 @@ func TestTransactionsHostileInput(t *testing.T) {
 	}
 	wantCode(t, "a marker with a negative producer id", marker(0, -5), kerr.InvalidRequest)
 	wantCode(t, "commit the transaction", end(pid, epoch, 3), noError)
-	WaitFor(t, 10*time.Second, func() error {
-		d, err := kadm.NewClient(cl).DescribeTransactions(ctx, *id)
-		if err != nil {
-			return err
-		}
-		if s := d[*id].State; s != "CompleteCommit" {
-			return fmt.Errorf("state %s", s)
-		}
-		return nil
-	})
+	waitTxnState(t, ctx, cl, *id, "CompleteCommit")
 	wantCode(t, "a marker from an older coordinator", marker(-1, pid), kerr.TransactionCoordinatorFenced)
 
+	// Transactions v2: Produce v12 adds the partition itself, and EndTxn
+	// v5 bumps the epoch.
+	wantCode(t, "a v12 transactional batch to a partition not in the transaction yet", txnProduce(t, rc, 12, id, topic, 1, txnBatch(0)), noError)
+	req := kmsg.NewPtrEndTxnRequest()
+	req.Version = 5
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = *id, pid, epoch, true
+	if er := rc.roundTrip(req).(*kmsg.EndTxnResponse); er.ErrorCode != 0 || er.ProducerID != pid || er.ProducerEpoch != epoch+1 {
+		t.Errorf("EndTxn v5: %+v, want no error, producer %d epoch %d", er, pid, epoch+1)
+	}
+	waitTxnState(t, ctx, cl, *id, "CompleteCommit")
+	wantCode(t, "the old epoch after a v2 commit", txnProduce(t, rc, 12, id, topic, 1, txnBatch(1)), kerr.InvalidProducerEpoch)
+
 	// The partition still works: read_committed reads the committed record.
-	if got := consumeAll(t, ctx, b.Addr, topic, 1, kgo.ReadCommitted()); len(got) != 1 || got[0] != "v" {
+	if got := consumeAll(t, ctx, b.Addr, topic, 2, kgo.ReadCommitted()); len(got) != 2 || got[0] != "v" || got[1] != "v" {
 		t.Fatalf("read_committed after the hostile requests: %q", got)
 	}
 }

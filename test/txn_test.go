@@ -50,8 +50,17 @@ func consumeAll(t *testing.T, ctx context.Context, addr, topic string, want int,
 // sees exactly the committed records, a read_uncommitted one all of them,
 // and neither sees a control record. ListOffsets read_committed ends at
 // the last stable offset.
+//
+// It runs with transactions v1 and v2 (the transaction.version the broker
+// finalizes): under v2 every transaction end bumps the producer's epoch.
 func TestTransactionsCommitAbortFranzGo(t *testing.T) {
-	b := StartBroker(t)
+	for _, tv := range []int16{1, 2} {
+		t.Run(fmt.Sprintf("transaction.version=%d", tv), func(t *testing.T) { testCommitAbortFranzGo(t, tv) })
+	}
+}
+
+func testCommitAbortFranzGo(t *testing.T, tv int16) {
+	b := StartBroker(t, func(c *broker.Config) { c.TransactionVersion = tv })
 	ctx := testContext(t, 60*time.Second)
 	const topic = "txn-commit-abort"
 	adm := kadm.NewClient(newKgoClient(t, b.Addr))
@@ -77,6 +86,13 @@ func TestTransactionsCommitAbortFranzGo(t *testing.T) {
 	run(true, "committed", 10)
 	run(false, "aborted", 7)
 	run(true, "second", 3)
+	d, err := adm.DescribeTransactions(ctx, "txn-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[int16]int16{1: 0, 2: 3}[tv]; d["txn-a"].ProducerEpoch != want {
+		t.Fatalf("producer epoch after three transactions %d, want %d (transactions v%d)", d["txn-a"].ProducerEpoch, want, tv)
+	}
 
 	var want []string
 	for i := range 10 {
@@ -154,10 +170,12 @@ func TestTransactionsFencing(t *testing.T) {
 }
 
 // etlWorker runs a franz-go GroupTransactSession that copies records from
-// in to out (value prefixed) until ctx is done or stop is closed. When
-// crash is closed, it begins a transaction, produces its records and
-// closes its client without ending the transaction, as a member that
-// dies mid-transaction: the coordinator aborts it after its timeout.
+// in to out (value prefixed) until ctx is done or stop is closed. After an
+// error of Begin or End (which kgo says not to retry) it starts a new
+// session with the same transactional id, as an application would restart.
+// When crash is closed, it begins a transaction, produces its records and
+// closes its client without ending the transaction, as a member that dies
+// mid-transaction: the coordinator aborts it after its timeout.
 func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out, txnID string, stop, crash <-chan struct{}, extra ...kgo.Opt) error {
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(seeds...),
@@ -169,9 +187,23 @@ func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out
 		kgo.TransactionTimeout(10 * time.Second),
 		kgo.DefaultProduceTopic(out),
 	}, extra...)
+	for restarts := 0; ; restarts++ {
+		if restarts > 20 {
+			return fmt.Errorf("%s: restarted 20 times", txnID)
+		}
+		again, err := etlSession(t, ctx, txnID, stop, crash, opts)
+		if err != nil || !again {
+			return err
+		}
+	}
+}
+
+// etlSession is one session of etlWorker; again: it failed and a new one
+// should start.
+func etlSession(t *testing.T, ctx context.Context, txnID string, stop, crash <-chan struct{}, opts []kgo.Opt) (again bool, err error) {
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
-		return err
+		return false, err
 	}
 	crashed := false
 	defer func() {
@@ -182,9 +214,9 @@ func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out
 	for {
 		select {
 		case <-stop:
-			return nil
+			return false, nil
 		case <-ctx.Done():
-			return nil
+			return false, nil
 		default:
 		}
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -194,7 +226,8 @@ func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out
 			continue
 		}
 		if err := sess.Begin(); err != nil {
-			return fmt.Errorf("begin: %w", err)
+			t.Logf("%s: begin: %v; restarting", txnID, err)
+			return true, nil
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("etl:"), r.Value...)}, func(_ *kgo.Record, err error) {
@@ -210,11 +243,15 @@ func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out
 			}
 			crashed = true
 			sess.Client().Close()
-			return nil
+			return false, nil
 		default:
 		}
-		if _, err := sess.End(ctx, kgo.TryCommit); err != nil && ctx.Err() == nil {
-			t.Logf("%s: end: %v", txnID, err)
+		if _, err := sess.End(ctx, kgo.TryCommit); err != nil {
+			if ctx.Err() != nil {
+				return false, nil
+			}
+			t.Logf("%s: end: %v; restarting", txnID, err)
+			return true, nil
 		}
 	}
 }

@@ -1,6 +1,6 @@
 package broker
 
-// AddPartitionsToTxn (key 24), versions 0–4 (flexible from v3).
+// AddPartitionsToTxn (key 24), versions 0–5 (flexible from v3).
 //
 // v0–3 (producers): the partitions join the producer's transaction at its
 // coordinator (internal/txn: AddPartitions), this broker only if it leads
@@ -12,10 +12,11 @@ package broker
 // fails, the others get OPERATION_NOT_ATTEMPTED and nothing changes.
 // PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2 (KIP-588).
 //
-// v4 (brokers; CLUSTER_ACTION on the cluster, else a top-level
+// v4+ (brokers; CLUSTER_ACTION on the cluster, else a top-level
 // CLUSTER_AUTHORIZATION_FAILED): a batch of transactions, each added as
-// above or, with VerifyOnly, only checked (KIP-890 verification: a
-// partition not in the transaction gets TRANSACTION_ABORTABLE).
+// above (a transactions v2 producer's implicit add, KIP-890 part 2) or,
+// with VerifyOnly, only checked (KIP-890 verification: a partition not in
+// the transaction gets TRANSACTION_ABORTABLE).
 
 import (
 	"context"
@@ -144,5 +145,7 @@ func (b *Broker) addPartitionsToTxn(ctx context.Context, s *coord.Snapshot, az a
 		}
 		return codes
 	}
-	return setAll(b.txns.AddPartitions(ctx, id, pid, epoch, parts))
+	// A broker's add (v4+) is a produce's implicit add under transactions
+	// v2 (KIP-890 part 2).
+	return setAll(b.txns.AddPartitions(ctx, id, pid, epoch, parts, !fromClient))
 }

@@ -1,6 +1,6 @@
 package broker
 
-// AddOffsetsToTxn (key 25), versions 0–3 (flexible from v3).
+// AddOffsetsToTxn (key 25), versions 0–4 (flexible from v3).
 //
 // The group's __consumer_offsets partition joins the producer's
 // transaction (its offsets commit with it; TxnOffsetCommit follows), at
@@ -39,7 +39,7 @@ func (b *Broker) handleAddOffsetsToTxn(ctx context.Context, req *protocol.Reques
 			return resp
 		}
 		tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(r.Group, n)}
-		code := b.txns.AddPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp})
+		code := b.txns.AddPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, false)
 		resp.ErrorCode = fencedCode(code, r.Version, 2)
 		return resp
 	}}

@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit (key 28), versions 0–3 (flexible from v3).
+// TxnOffsetCommit (key 28), versions 0–5 (flexible from v3).
 //
 // Offsets committed in the producer's transaction (internal/group:
 // StartTxnCommitOffsets): pending until the transaction's marker reaches
@@ -12,7 +12,8 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION. Before the write, the transaction
 // coordinator confirms that the group's partition is in the transaction
 // (KIP-890 verification, skipped when the transaction is already open
-// there): otherwise INVALID_TXN_STATE.
+// there): otherwise INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4).
+// From v5 (transactions v2) the coordinator adds the partition instead.
 
 import (
 	"context"
@@ -112,11 +113,13 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, req *protocol.Reques
 	guard := b.groups.TxnGuard(r.Group, r.ProducerID)
 	if lp, code := b.localLeader(s, tp.Topic, tp.Partition); code == 0 {
 		if ps, ok := lp.Log().Producer(r.ProducerID); !ok || ps.TxnStartOffset < 0 || ps.Epoch != r.ProducerEpoch {
-			per, code := b.verifyTxnPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp})
+			// v5+ (transactions v2) adds the group's partition to the
+			// transaction; older versions only verify.
+			per, code := b.verifyTxnPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, r.Version < 5)
 			if code == 0 {
 				code = per[tp]
 			}
-			if code = txnCommitVerifyCode(code); code != 0 {
+			if code = txnCommitVerifyCode(code, r.Version); code != 0 {
 				return reply(setKnown(code))
 			}
 		}
@@ -125,19 +128,21 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, req *protocol.Reques
 	return protocol.Response{Later: func() kmsg.Response { return merge(wait(ctx)) }}
 }
 
-// txnCommitVerifyCode turns a verification answer into TxnOffsetCommit's
-// error: a coordinator that could not be asked is COORDINATOR_NOT_AVAILABLE
-// (retriable), PRODUCER_FENCED INVALID_PRODUCER_EPOCH, a partition not in
-// the transaction INVALID_TXN_STATE (the versions served predate
-// TRANSACTION_ABORTABLE).
-func txnCommitVerifyCode(code int16) int16 {
+// txnCommitVerifyCode turns a verification answer into the error of a
+// TxnOffsetCommit of version v: a coordinator that could not be asked is
+// COORDINATOR_NOT_AVAILABLE (retriable), PRODUCER_FENCED
+// INVALID_PRODUCER_EPOCH, a partition not in the transaction
+// TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE before.
+func txnCommitVerifyCode(code, v int16) int16 {
 	switch code {
 	case kerr.NotEnoughReplicas.Code:
 		return kerr.CoordinatorNotAvailable.Code
 	case kerr.ProducerFenced.Code:
 		return kerr.InvalidProducerEpoch.Code
 	case kerr.TransactionAbortable.Code:
-		return kerr.InvalidTxnState.Code
+		if v < 4 {
+			return kerr.InvalidTxnState.Code
+		}
 	}
 	return code
 }

@@ -198,6 +198,7 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 		{"transaction.state.log.replication.factor", i64(int64(c.TxnStateReplicationFactor)), integer, "The replication factor of __transaction_state (capped at the live brokers)."},
 		{"transaction.state.log.min.isr", i64(int64(c.TxnStateMinISR)), integer, "min.insync.replicas of __transaction_state (capped at its replication factor)."},
 		{"transaction.max.timeout.ms", ms(c.Txns.MaxTimeout), integer, "The largest transaction timeout a producer may ask for."},
+		{"transaction.version", i64(int64(c.TransactionVersion)), integer, "The transaction.version feature level finalized for clients: 2 is transactions v2 (KIP-890 part 2)."},
 		{"transaction.partition.verification.enable", strconv.FormatBool(c.TxnVerification), boolean, "Verify with the coordinator that a transaction includes a partition before appending its first batch there (KIP-890)."},
 		{"transactional.id.expiration.ms", ms(c.Txns.IDExpiration), integer, "How long an idle transactional id is kept."},
 		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", ms(c.Txns.AbortInterval), integer, "How often transactions past their timeout are looked for and aborted."},

@@ -189,6 +189,11 @@ type Config struct {
 	// it there (KIP-890). Off, a late or rogue batch can leave a hanging
 	// transaction (for tests of the tools that find and abort them).
 	TxnVerification bool
+	// TransactionVersion is the transaction.version feature level the
+	// brokers finalize (Kafka sets it with kafka-features.sh): 2 tells
+	// clients to use transactions v2 (KIP-890 part 2), 0 or 1 keeps them
+	// on v1. Every broker of a cluster should have the same.
+	TransactionVersion int16
 
 	// RetentionCheckInterval is log.retention.check.interval.ms.
 	RetentionCheckInterval time.Duration
@@ -246,6 +251,7 @@ func DefaultConfig() Config {
 		TxnStateReplicationFactor:       3,
 		TxnStateMinISR:                  2,
 		TxnVerification:                 true,
+		TransactionVersion:              2,
 	}
 }
 
@@ -497,6 +503,12 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want a positive integer"))
 		}
 		c.TxnStateMinISR = int16(n)
+	case "transaction.version":
+		n, err := parseInt(16)
+		if err != nil || n < 0 || n > 2 {
+			return bad(fmt.Errorf("want 0, 1 or 2"))
+		}
+		c.TransactionVersion = int16(n)
 	case "transaction.partition.verification.enable":
 		v, err := strconv.ParseBool(value)
 		if err != nil {

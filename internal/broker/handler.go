@@ -21,7 +21,7 @@ var apis map[int16]api
 
 func init() {
 	apis = map[int16]api{
-		0:  {3, 9, (*Broker).handleProduce},
+		0:  {3, 12, (*Broker).handleProduce},
 		1:  {4, 12, (*Broker).handleFetch},
 		2:  {1, 7, (*Broker).handleListOffsets},
 		3:  {0, 12, (*Broker).handleMetadata},
@@ -40,11 +40,11 @@ func init() {
 		20: {1, 6, (*Broker).handleDeleteTopics},
 		22: {0, 4, (*Broker).handleInitProducerID},
 		23: {2, 4, (*Broker).handleOffsetForLeaderEpoch},
-		24: {0, 4, (*Broker).handleAddPartitionsToTxn},
-		25: {0, 3, (*Broker).handleAddOffsetsToTxn},
-		26: {0, 4, (*Broker).handleEndTxn},
+		24: {0, 5, (*Broker).handleAddPartitionsToTxn},
+		25: {0, 4, (*Broker).handleAddOffsetsToTxn},
+		26: {0, 5, (*Broker).handleEndTxn},
 		27: {1, 1, (*Broker).handleWriteTxnMarkers},
-		28: {0, 3, (*Broker).handleTxnOffsetCommit},
+		28: {0, 5, (*Broker).handleTxnOffsetCommit},
 		29: {0, 3, (*Broker).handleDescribeACLs},
 		30: {0, 3, (*Broker).handleCreateACLs},
 		31: {0, 3, (*Broker).handleDeleteACLs},

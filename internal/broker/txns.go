@@ -334,21 +334,25 @@ func (b *Broker) writeMarkerLocally(ctx context.Context, s *coord.Snapshot, m tx
 
 // verifyTxnPartitions asks the coordinator of transactional id id whether
 // each of parts is in the producer's open transaction (KIP-890
-// verification): per partition 0 or the error, or one code for all (the
-// coordinator's answer, or NOT_ENOUGH_REPLICAS when it could not be asked,
-// which producers retry).
-func (b *Broker) verifyTxnPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []txn.TopicPartition) (map[txn.TopicPartition]int16, int16) {
+// verification) or, unless verifyOnly, adds them to it (the implicit add
+// of transactions v2): per partition 0 or the error, or one code for all
+// (the coordinator's answer, or NOT_ENOUGH_REPLICAS when it could not be
+// asked, which producers retry).
+func (b *Broker) verifyTxnPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []txn.TopicPartition, verifyOnly bool) (map[txn.TopicPartition]int16, int16) {
 	coordID, ok, err := b.txnCoordinatorFor(ctx, id)
 	if err != nil || !ok {
 		return nil, kerr.NotEnoughReplicas.Code
 	}
 	if coordID == b.cfg.NodeID {
+		if !verifyOnly {
+			return nil, b.txns.AddPartitions(ctx, id, pid, epoch, parts, true)
+		}
 		return b.txns.Verify(id, pid, epoch, parts)
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	rt := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pid, epoch, true
+	rt.TransactionalID, rt.ProducerID, rt.ProducerEpoch, rt.VerifyOnly = id, pid, epoch, verifyOnly
 	for _, tp := range parts {
 		if n := len(rt.Topics); n == 0 || rt.Topics[n-1].Topic != tp.Topic {
 			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
@@ -387,8 +391,10 @@ func (b *Broker) verifyTxnPartitions(ctx context.Context, id string, pid int64, 
 // produceVerifyCode turns a verification answer into the produce error
 // Kafka answers a producer of version v with (KIP-890): errors of the
 // coordinator's availability become NOT_ENOUGH_REPLICAS, which every
-// producer retries; PRODUCER_FENCED INVALID_PRODUCER_EPOCH;
-// TRANSACTION_ABORTABLE INVALID_TXN_STATE before v11.
+// producer retries (CONCURRENT_TRANSACTIONS too, but from v12 on, where it
+// comes right after an EndTxn and clients retry it as such);
+// PRODUCER_FENCED INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE
+// INVALID_TXN_STATE before v11.
 func produceVerifyCode(code int16, v int16) int16 {
 	switch code {
 	case 0:
@@ -400,8 +406,13 @@ func produceVerifyCode(code int16, v int16) int16 {
 			return kerr.InvalidTxnState.Code
 		}
 		return code
+	case kerr.ConcurrentTransactions.Code:
+		if v >= 12 {
+			return code
+		}
+		return kerr.NotEnoughReplicas.Code
 	case kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code,
-		kerr.NotCoordinator.Code, kerr.ConcurrentTransactions.Code:
+		kerr.NotCoordinator.Code:
 		return kerr.NotEnoughReplicas.Code
 	case kerr.ClusterAuthorizationFailed.Code:
 		return kerr.InvalidTxnState.Code
@@ -482,7 +493,11 @@ func (b *Broker) verifyProduce(ctx context.Context, s *coord.Snapshot, az authz,
 			// One producer per request, as in Kafka.
 			return nil, kerr.InvalidProducerIDMapping.Code
 		}
-		token, needed := c.lp.Log().BeginVerification(c.pid, c.epoch)
+		token, needed, err := c.lp.Log().BeginVerification(c.pid, c.epoch)
+		if err != nil {
+			out[c.tp] = produceVerification{code: errorCode(err)}
+			continue
+		}
 		out[c.tp] = produceVerification{token: token}
 		if needed {
 			ask = append(ask, c.tp)
@@ -491,7 +506,9 @@ func (b *Broker) verifyProduce(ctx context.Context, s *coord.Snapshot, az authz,
 	if len(ask) == 0 {
 		return out, 0
 	}
-	per, code := b.verifyTxnPartitions(ctx, *r.TransactionID, pid, epoch, ask)
+	// Produce v12+ (transactions v2) adds the partitions; older versions
+	// only verify that the producer added them.
+	per, code := b.verifyTxnPartitions(ctx, *r.TransactionID, pid, epoch, ask, r.Version < 12)
 	for _, tp := range ask {
 		c := code
 		if c == 0 {

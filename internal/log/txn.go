@@ -183,19 +183,25 @@ func (l *Log) AppendMarker(m Marker, leaderEpoch int32) (AppendInfo, error) {
 // coordinator agreed. Any transactional batch or marker of the producer
 // appended meanwhile voids the token: a batch delayed past its
 // transaction's end cannot open a transaction the coordinator never hears
-// of.
-func (l *Log) BeginVerification(pid int64, epoch int16) (token uint64, needed bool) {
+// of. A batch of an epoch older than the producer's here is refused at
+// once (ErrInvalidProducerEpoch), before anyone is asked, as Kafka does.
+func (l *Log) BeginVerification(pid int64, epoch int16) (token uint64, needed bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, ok := l.producers[pid]; ok && e.inTxn && e.epoch == epoch {
-		return 0, false
+	if e, ok := l.producers[pid]; ok {
+		switch {
+		case e.epoch > epoch:
+			return 0, false, fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, pid, epoch, e.epoch)
+		case e.inTxn && e.epoch == epoch:
+			return 0, false, nil
+		}
 	}
 	l.verifyTokens++
 	if l.verifying == nil {
 		l.verifying = map[int64]uint64{}
 	}
 	l.verifying[pid] = l.verifyTokens
-	return l.verifyTokens, true
+	return l.verifyTokens, true, nil
 }
 
 // AppendVerified is Append for produced batches that may be

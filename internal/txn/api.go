@@ -76,7 +76,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 
 func (c *Coordinator) initLocked(sh *shard, t *txnMeta, id string, timeoutMs int32, pid int64, epoch int16, fresh int64) InitResult {
 	if t == nil {
-		next := &txnMeta{id: id, producerID: fresh, prevProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMs: timeoutMs,
+		next := &txnMeta{id: id, producerID: fresh, prevProducerID: -1, nextProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMs: timeoutMs,
 			state: StateEmpty, partitions: map[TopicPartition]struct{}{}, start: -1}
 		if code := c.writeLocked(sh, next); code != 0 {
 			return InitResult{Code: code}
@@ -170,11 +170,15 @@ func (c *Coordinator) checkProducerLocked(id string, pid int64, epoch int16, pen
 // AddPartitions adds partitions to the producer's transaction, opening it
 // if none is open (AddPartitionsToTxn; AddOffsetsToTxn adds the group's
 // __consumer_offsets partition). The answer is one code for all of them.
-func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition) int16 {
+//
+// tv2 tells that the client uses transactions v2 (the partition leader's
+// implicit add of a Produce v12, a TxnOffsetCommit v5, AddPartitionsToTxn
+// v4+ from a broker): its transaction will end with an epoch bump.
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, epoch int16, parts []TopicPartition, tv2 bool) int16 {
 	c.mu.Lock()
 	sh, t, code := c.checkProducerLocked(id, pid, epoch, true)
 	if code == 0 {
-		code = c.addLocked(sh, t, parts)
+		code = c.addLocked(sh, t, parts, tv2)
 	}
 	var end int64
 	if code == 0 {
@@ -187,12 +191,12 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 	return c.waitCommitted(ctx, sh, end)
 }
 
-func (c *Coordinator) addLocked(sh *shard, t *txnMeta, parts []TopicPartition) int16 {
+func (c *Coordinator) addLocked(sh *shard, t *txnMeta, parts []TopicPartition, tv2 bool) int16 {
 	switch t.state {
 	case StatePrepareCommit, StatePrepareAbort:
 		return kerr.ConcurrentTransactions.Code
 	case StateOngoing:
-		if !slices.ContainsFunc(parts, func(tp TopicPartition) bool { _, in := t.partitions[tp]; return !in }) {
+		if t.tv2 == tv2 && !slices.ContainsFunc(parts, func(tp TopicPartition) bool { _, in := t.partitions[tp]; return !in }) {
 			return 0 // all there already
 		}
 	case StateEmpty, StateCompleteCommit, StateCompleteAbort:
@@ -200,6 +204,7 @@ func (c *Coordinator) addLocked(sh *shard, t *txnMeta, parts []TopicPartition) i
 		return kerr.UnknownServerError.Code
 	}
 	next := t.clone()
+	next.tv2 = tv2
 	if t.state != StateOngoing {
 		next.state, next.start = StateOngoing, c.cfg.Now().UnixMilli()
 	}
@@ -243,50 +248,178 @@ func (c *Coordinator) Verify(id string, pid int64, epoch int16, parts []TopicPar
 	return out, 0
 }
 
+// EndResult is EndTxn's answer; v2 clients take the producer id and epoch
+// to go on with from it (-1 on errors and for v1).
+type EndResult struct {
+	Code       int16
+	ProducerID int64
+	Epoch      int16
+}
+
 // EndTxn commits or aborts the producer's open transaction: the
 // PrepareCommit or PrepareAbort is written and, once committed, answered;
 // the markers and the completion follow in the background. A retry of an
 // EndTxn that completed (or is completing) gets 0 (or
 // CONCURRENT_TRANSACTIONS); one that contradicts it INVALID_TXN_STATE.
-func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit bool) int16 {
-	c.mu.Lock()
-	sh, t, code := c.checkProducerLocked(id, pid, epoch, false)
-	if code == 0 {
-		code = c.endLocked(sh, t, commit)
+//
+// With tv2 (EndTxn v5+, transactions v2, KIP-890 part 2) every end bumps
+// the producer's epoch (at the last epoch, the producer moves to a new
+// producer id once the transaction completes), the markers carry the new
+// epoch, and the answer tells the client the pair to go on with; a retry is
+// recognised by its epoch being the one before the bump, and an abort with
+// no transaction open is accepted (and bumps the epoch too), as Kafka's
+// table for v2 says.
+func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch int16, commit, tv2 bool) EndResult {
+	fail := func(code int16) EndResult { return EndResult{Code: code, ProducerID: -1, Epoch: -1} }
+	fresh := int64(-1)
+	for {
+		c.mu.Lock()
+		if id == "" || len(id) > maxIDLen {
+			c.mu.Unlock()
+			return fail(kerr.InvalidRequest.Code)
+		}
+		sh, code := c.lookupLocked(id)
+		if code != 0 {
+			c.mu.Unlock()
+			return fail(code)
+		}
+		t := sh.txns[id]
+		var res EndResult
+		needID := false
+		if tv2 {
+			res, needID = c.endV2Locked(sh, t, pid, epoch, commit, fresh)
+		} else {
+			res = c.endV1Locked(sh, t, pid, epoch, commit)
+		}
+		if needID && fresh < 0 {
+			c.mu.Unlock()
+			var err error
+			if fresh, err = c.ids.NextID(ctx); err != nil {
+				c.logger.Warn("cannot allocate a producer id", "err", err)
+				return fail(kerr.CoordinatorNotAvailable.Code)
+			}
+			continue
+		}
+		var end int64
+		if cur := sh.txns[id]; cur != nil {
+			end = cur.end
+		}
+		c.mu.Unlock()
+		if res.Code != 0 {
+			return fail(res.Code)
+		}
+		if code := c.waitCommitted(ctx, sh, end); code != 0 {
+			return fail(code)
+		}
+		return res
 	}
-	var end int64
-	if code == 0 {
-		end = sh.txns[id].end
-	}
-	c.mu.Unlock()
-	if code != 0 {
-		return code
-	}
-	return c.waitCommitted(ctx, sh, end)
 }
 
-func (c *Coordinator) endLocked(sh *shard, t *txnMeta, commit bool) int16 {
+func (c *Coordinator) endV1Locked(sh *shard, t *txnMeta, pid int64, epoch int16, commit bool) EndResult {
+	switch {
+	case t == nil || t.producerID != pid:
+		return EndResult{Code: kerr.InvalidProducerIDMapping.Code}
+	case t.epoch != epoch:
+		return EndResult{Code: kerr.ProducerFenced.Code}
+	case t.finishing:
+		return EndResult{Code: kerr.ConcurrentTransactions.Code}
+	}
 	want := map[bool]State{true: StateCompleteCommit, false: StateCompleteAbort}[commit]
 	switch t.state {
 	case StateOngoing:
 	case want:
-		return 0 // a retry
+		return EndResult{ProducerID: -1, Epoch: -1} // a retry
 	case StatePrepareCommit, StatePrepareAbort:
-		// Its markers are being written (a transition in progress).
-		return kerr.ConcurrentTransactions.Code
+		return EndResult{Code: kerr.ConcurrentTransactions.Code}
 	default:
-		return kerr.InvalidTxnState.Code
+		return EndResult{Code: kerr.InvalidTxnState.Code}
 	}
 	next := t.clone()
 	next.state = StatePrepareAbort
 	if commit {
 		next.state = StatePrepareCommit
 	}
+	next.tv2 = false
 	if code := c.writeLocked(sh, next); code != 0 {
-		return code
+		return EndResult{Code: code}
 	}
 	c.finishLocked(sh, next)
-	return 0
+	return EndResult{ProducerID: -1, Epoch: -1}
+}
+
+// endV2Locked is EndTxn under transactions v2. needID: the end bumps the
+// last epoch, and fresh (a producer id allocated for the call) is needed.
+func (c *Coordinator) endV2Locked(sh *shard, t *txnMeta, pid int64, epoch int16, commit bool, fresh int64) (EndResult, bool) {
+	if t == nil {
+		return EndResult{Code: kerr.InvalidProducerIDMapping.Code}, false
+	}
+	retryOnBump := t.epoch == epoch+1 && t.producerID == pid
+	retryOnOverflow := t.prevProducerID == pid && epoch == exhaustedEpoch && t.epoch == 0
+	if t.producerID != pid && !retryOnOverflow {
+		return EndResult{Code: kerr.InvalidProducerIDMapping.Code}, false
+	}
+	complete := t.state == StateCompleteCommit || t.state == StateCompleteAbort
+	prepare := t.state == StatePrepareCommit || t.state == StatePrepareAbort
+	var valid bool
+	switch {
+	case prepare:
+		valid = retryOnBump
+	case complete:
+		valid = retryOnBump || retryOnOverflow || epoch == t.epoch
+	default: // Empty, Ongoing
+		valid = epoch == t.epoch
+	}
+	if !valid {
+		return EndResult{Code: kerr.ProducerFenced.Code}, false
+	}
+	if t.finishing {
+		return EndResult{Code: kerr.ConcurrentTransactions.Code}, false
+	}
+	retry := retryOnBump || retryOnOverflow
+	switch t.state {
+	case StateOngoing:
+	case StateCompleteCommit, StateCompleteAbort:
+		if retry {
+			if (t.state == StateCompleteCommit) == commit {
+				return EndResult{ProducerID: t.producerID, Epoch: t.epoch}, false
+			}
+			return EndResult{Code: kerr.InvalidTxnState.Code}, false
+		}
+		if commit {
+			return EndResult{Code: kerr.InvalidTxnState.Code}, false
+		}
+		// An abort with nothing open: bump the epoch all the same.
+	case StateEmpty:
+		if commit {
+			return EndResult{Code: kerr.InvalidTxnState.Code}, false
+		}
+	default:
+		return EndResult{Code: kerr.InvalidTxnState.Code}, false
+	}
+	if t.epoch >= exhaustedEpoch && fresh < 0 {
+		return EndResult{}, true
+	}
+	next := t.clone()
+	next.tv2 = true
+	next.state = StatePrepareAbort
+	if commit {
+		next.state = StatePrepareCommit
+	}
+	if t.state != StateOngoing {
+		next.partitions, next.start = map[TopicPartition]struct{}{}, c.cfg.Now().UnixMilli()
+	}
+	next.lastEpoch, next.epoch = t.epoch, t.epoch+1
+	if t.epoch >= exhaustedEpoch {
+		next.nextProducerID = fresh
+	}
+	if code := c.writeLocked(sh, next); code != 0 {
+		return EndResult{Code: code}, false
+	}
+	c.finishLocked(sh, next)
+	if next.nextProducerID >= 0 {
+		return EndResult{ProducerID: next.nextProducerID, Epoch: 0}, false
+	}
+	return EndResult{ProducerID: next.producerID, Epoch: next.epoch}, false
 }
 
 // Description is DescribeTransactions' view of one transactional id.

@@ -155,6 +155,13 @@ type txnMeta struct {
 	// finishing: the markers of its PrepareCommit/PrepareAbort are being
 	// written.
 	finishing bool
+	// tv2: the client uses transactions v2 (KIP-890 part 2: an epoch bump
+	// at every transaction end), as its last AddPartitions or EndTxn said.
+	tv2 bool
+	// nextProducerID is the producer id a v2 transaction ending at the
+	// last epoch moves to once complete (its markers carry the old id at
+	// epoch 32767); -1 if none.
+	nextProducerID int64
 }
 
 func (t *txnMeta) clone() *txnMeta {
@@ -427,6 +434,11 @@ func (c *Coordinator) completeAfterMarkers(sh *shard, id string, m Marker) bool 
 		next.state = StateCompleteCommit
 	}
 	next.partitions = map[TopicPartition]struct{}{}
+	if next.nextProducerID >= 0 {
+		// Epochs ran out (transactions v2): the producer goes on with a
+		// new id.
+		next.prevProducerID, next.producerID, next.epoch, next.nextProducerID = cur.producerID, cur.nextProducerID, 0, -1
+	}
 	if code := c.writeLocked(sh, next); code != 0 {
 		c.logger.Warn("cannot complete a transaction yet", "transactional id", id, "code", code)
 		return code == kerr.NotCoordinator.Code

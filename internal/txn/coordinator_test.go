@@ -211,29 +211,29 @@ func TestEndTxnStateTable(t *testing.T) {
 	ctx := context.Background()
 	r := h.init("a", -1, -1)
 	pid, epoch := r.ProducerID, r.Epoch
-	wantCode(t, "EndTxn on Empty", h.c.EndTxn(ctx, "a", pid, epoch, true), kerr.InvalidTxnState.Code)
-	wantCode(t, "AddPartitions unknown id", h.c.AddPartitions(ctx, "nope", pid, epoch, []TopicPartition{tp0}), kerr.InvalidProducerIDMapping.Code)
-	wantCode(t, "AddPartitions other pid", h.c.AddPartitions(ctx, "a", pid+1, epoch, []TopicPartition{tp0}), kerr.InvalidProducerIDMapping.Code)
-	wantCode(t, "AddPartitions other epoch", h.c.AddPartitions(ctx, "a", pid, epoch+1, []TopicPartition{tp0}), kerr.ProducerFenced.Code)
-	wantCode(t, "AddPartitions", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{tp0}), 0)
+	wantCode(t, "EndTxn on Empty", h.c.EndTxn(ctx, "a", pid, epoch, true, false).Code, kerr.InvalidTxnState.Code)
+	wantCode(t, "AddPartitions unknown id", h.c.AddPartitions(ctx, "nope", pid, epoch, []TopicPartition{tp0}, false), kerr.InvalidProducerIDMapping.Code)
+	wantCode(t, "AddPartitions other pid", h.c.AddPartitions(ctx, "a", pid+1, epoch, []TopicPartition{tp0}, false), kerr.InvalidProducerIDMapping.Code)
+	wantCode(t, "AddPartitions other epoch", h.c.AddPartitions(ctx, "a", pid, epoch+1, []TopicPartition{tp0}, false), kerr.ProducerFenced.Code)
+	wantCode(t, "AddPartitions", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{tp0}, false), 0)
 
 	// While the markers are being written, everything is CONCURRENT_TRANSACTIONS.
 	hold := make(chan struct{})
 	h.mk.mu.Lock()
 	h.mk.hold = hold
 	h.mk.mu.Unlock()
-	wantCode(t, "commit", h.c.EndTxn(ctx, "a", pid, epoch, true), 0)
-	wantCode(t, "commit retried while completing", h.c.EndTxn(ctx, "a", pid, epoch, true), kerr.ConcurrentTransactions.Code)
-	wantCode(t, "abort while committing", h.c.EndTxn(ctx, "a", pid, epoch, false), kerr.ConcurrentTransactions.Code)
-	wantCode(t, "add while committing", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{tp0}), kerr.ConcurrentTransactions.Code)
+	wantCode(t, "commit", h.c.EndTxn(ctx, "a", pid, epoch, true, false).Code, 0)
+	wantCode(t, "commit retried while completing", h.c.EndTxn(ctx, "a", pid, epoch, true, false).Code, kerr.ConcurrentTransactions.Code)
+	wantCode(t, "abort while committing", h.c.EndTxn(ctx, "a", pid, epoch, false, false).Code, kerr.ConcurrentTransactions.Code)
+	wantCode(t, "add while committing", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{tp0}, false), kerr.ConcurrentTransactions.Code)
 	wantCode(t, "init while committing", h.init("a", -1, -1).Code, kerr.ConcurrentTransactions.Code)
 	if d := h.c.Describe("a"); d.State != StatePrepareCommit {
 		t.Fatalf("state %v, want PrepareCommit", d.State)
 	}
 	close(hold)
 	h.waitState("a", StateCompleteCommit)
-	wantCode(t, "commit retried after completion", h.c.EndTxn(ctx, "a", pid, epoch, true), 0)
-	wantCode(t, "abort after commit", h.c.EndTxn(ctx, "a", pid, epoch, false), kerr.InvalidTxnState.Code)
+	wantCode(t, "commit retried after completion", h.c.EndTxn(ctx, "a", pid, epoch, true, false).Code, 0)
+	wantCode(t, "abort after commit", h.c.EndTxn(ctx, "a", pid, epoch, false, false).Code, kerr.InvalidTxnState.Code)
 	h.mk.mu.Lock()
 	written := slices.Clone(h.mk.written)
 	h.mk.mu.Unlock()
@@ -244,11 +244,11 @@ func TestEndTxnStateTable(t *testing.T) {
 		t.Fatalf("stored %+v", st)
 	}
 	// The next transaction, aborted.
-	wantCode(t, "add", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{{"t", 1}}), 0)
-	wantCode(t, "abort", h.c.EndTxn(ctx, "a", pid, epoch, false), 0)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{{"t", 1}}, false), 0)
+	wantCode(t, "abort", h.c.EndTxn(ctx, "a", pid, epoch, false, false).Code, 0)
 	h.waitState("a", StateCompleteAbort)
-	wantCode(t, "abort retried", h.c.EndTxn(ctx, "a", pid, epoch, false), 0)
-	wantCode(t, "commit after abort", h.c.EndTxn(ctx, "a", pid, epoch, true), kerr.InvalidTxnState.Code)
+	wantCode(t, "abort retried", h.c.EndTxn(ctx, "a", pid, epoch, false, false).Code, 0)
+	wantCode(t, "commit after abort", h.c.EndTxn(ctx, "a", pid, epoch, true, false).Code, kerr.InvalidTxnState.Code)
 }
 
 // An InitProducerId during an open transaction fences it: abort markers
@@ -257,14 +257,14 @@ func TestInitFencesOpenTransaction(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	r := h.init("a", -1, -1)
-	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}), 0)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}, false), 0)
 	wantCode(t, "init while open", h.init("a", -1, -1).Code, kerr.ConcurrentTransactions.Code)
 	h.waitState("a", StateCompleteAbort)
 	r2 := h.init("a", -1, -1)
 	if r2.Code != 0 || r2.Epoch != r.Epoch+2 {
 		t.Fatalf("init after the fence = %+v, want epoch %d", r2, r.Epoch+2)
 	}
-	wantCode(t, "zombie's EndTxn", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true), kerr.ProducerFenced.Code)
+	wantCode(t, "zombie's EndTxn", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true, false).Code, kerr.ProducerFenced.Code)
 	h.mk.mu.Lock()
 	defer h.mk.mu.Unlock()
 	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit false", r.ProducerID, r.Epoch+1)}; !slices.Equal(h.mk.written, want) {
@@ -276,7 +276,7 @@ func TestTimeoutAbortAndExpiry(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	r := h.c.InitProducerID(ctx, "a", 1000, -1, -1)
-	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}), 0)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}, false), 0)
 	h.advance(500 * time.Millisecond)
 	h.c.Tick()
 	if s := h.c.Describe("a").State; s != StateOngoing {
@@ -288,7 +288,7 @@ func TestTimeoutAbortAndExpiry(t *testing.T) {
 	if d := h.c.Describe("a"); d.Epoch != r.Epoch+1 {
 		t.Fatalf("epoch %d after the timeout abort, want %d", d.Epoch, r.Epoch+1)
 	}
-	wantCode(t, "timed-out producer's commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true), kerr.ProducerFenced.Code)
+	wantCode(t, "timed-out producer's commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true, false).Code, kerr.ProducerFenced.Code)
 	h.advance(8 * 24 * time.Hour)
 	h.c.Tick()
 	wantCode(t, "describe after expiry", h.c.Describe("a").Code, kerr.TransactionalIDNotFound.Code)
@@ -324,12 +324,12 @@ func TestFailoverResumesMarkers(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 	r := h.init("a", -1, -1)
-	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0, {"u", 3}}), 0)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0, {"u", 3}}, false), 0)
 	hold := make(chan struct{})
 	h.mk.mu.Lock()
 	h.mk.hold = hold
 	h.mk.mu.Unlock()
-	wantCode(t, "commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true), 0)
+	wantCode(t, "commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true, false).Code, 0)
 	h.c.Resigned(0, 1)
 	close(hold)
 	h.mk.mu.Lock()
@@ -354,8 +354,62 @@ func TestRefusedWriteChangesNothing(t *testing.T) {
 	h.store.mu.Lock()
 	h.store.down = fmt.Errorf("%w: gone", ErrNotLeader)
 	h.store.mu.Unlock()
-	wantCode(t, "add on a lost leadership", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}), kerr.NotCoordinator.Code)
+	wantCode(t, "add on a lost leadership", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}, false), kerr.NotCoordinator.Code)
 	if d := h.c.Describe("a"); d.State != StateEmpty || len(d.Partitions) != 0 {
 		t.Fatalf("state after a refused write: %+v", d)
+	}
+}
+
+// Transactions v2: every end bumps the epoch and answers the new pair; a
+// retry (the old epoch) gets the same answer; an abort with nothing open
+// bumps too; at the last epoch the producer moves to a new id.
+func TestEndTxnV2(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.init("a", -1, -1)
+	pid, epoch := r.ProducerID, r.Epoch
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", pid, epoch, []TopicPartition{tp0}, true), 0)
+	res := h.c.EndTxn(ctx, "a", pid, epoch, true, true)
+	if res.Code != 0 || res.ProducerID != pid || res.Epoch != epoch+1 {
+		t.Fatalf("v2 commit = %+v, want epoch %d", res, epoch+1)
+	}
+	h.waitState("a", StateCompleteCommit)
+	if retry := h.c.EndTxn(ctx, "a", pid, epoch, true, true); retry != res {
+		t.Fatalf("retried v2 commit = %+v, want %+v", retry, res)
+	}
+	wantCode(t, "retried commit as an abort", h.c.EndTxn(ctx, "a", pid, epoch, false, true).Code, kerr.InvalidTxnState.Code)
+	wantCode(t, "commit with nothing open", h.c.EndTxn(ctx, "a", pid, epoch+1, true, true).Code, kerr.InvalidTxnState.Code)
+	wantCode(t, "an epoch two back", h.c.EndTxn(ctx, "a", pid, epoch-1, false, true).Code, kerr.ProducerFenced.Code)
+	ab := h.c.EndTxn(ctx, "a", pid, epoch+1, false, true)
+	if ab.Code != 0 || ab.Epoch != epoch+2 {
+		t.Fatalf("v2 abort with nothing open = %+v, want epoch %d", ab, epoch+2)
+	}
+	h.waitState("a", StateCompleteAbort)
+	h.mk.mu.Lock()
+	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", pid, epoch+1)}; !slices.Equal(h.mk.written, want) {
+		t.Fatalf("markers %q, want %q (the bumped epoch; none for the empty abort)", h.mk.written, want)
+	}
+	h.mk.mu.Unlock()
+
+	// The last epoch: the end moves the producer to a new id.
+	h.c.mu.Lock()
+	h.c.shards[0].txns["a"].epoch = exhaustedEpoch
+	h.c.mu.Unlock()
+	wantCode(t, "add at the last epoch", h.c.AddPartitions(ctx, "a", pid, exhaustedEpoch, []TopicPartition{tp0}, true), 0)
+	ov := h.c.EndTxn(ctx, "a", pid, exhaustedEpoch, true, true)
+	if ov.Code != 0 || ov.ProducerID == pid || ov.Epoch != 0 {
+		t.Fatalf("v2 commit at the last epoch = %+v, want a new producer id at epoch 0", ov)
+	}
+	h.waitState("a", StateCompleteCommit)
+	if d := h.c.Describe("a"); d.ProducerID != ov.ProducerID || d.Epoch != 0 {
+		t.Fatalf("after the overflow: %+v, want producer %d epoch 0", d, ov.ProducerID)
+	}
+	if retry := h.c.EndTxn(ctx, "a", pid, exhaustedEpoch, true, true); retry != ov {
+		t.Fatalf("retried overflow commit = %+v, want %+v", retry, ov)
+	}
+	h.mk.mu.Lock()
+	defer h.mk.mu.Unlock()
+	if last := h.mk.written[len(h.mk.written)-1]; last != fmt.Sprintf("t-0 pid %d epoch %d commit true", pid, exhaustedEpoch+1) {
+		t.Fatalf("overflow marker %q, want the old id at epoch 32767", last)
 	}
 }

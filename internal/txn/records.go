@@ -35,7 +35,10 @@ func stateValue(t *txnMeta) []byte {
 	v.ProducerID, v.ProducerEpoch, v.TimeoutMillis = t.producerID, t.epoch, t.timeoutMs
 	v.State = kmsg.TransactionState(t.state)
 	v.LastUpdateTimestamp, v.StartTimestamp = t.lastUpdate, t.start
-	v.PreviousProducerID, v.NextProducerID, v.NextProducerEpoch = t.prevProducerID, -1, -1
+	v.PreviousProducerID, v.NextProducerID, v.NextProducerEpoch = t.prevProducerID, t.nextProducerID, -1
+	if t.tv2 {
+		v.ClientTransactionVersion = 2
+	}
 	for _, tp := range t.sortedPartitions() {
 		n := len(v.Topics)
 		if n == 0 || v.Topics[n-1].Topic != tp.Topic {
@@ -76,8 +79,9 @@ func decodeRecord(key, value []byte) (string, *txnMeta, error) {
 		epoch: v.ProducerEpoch, lastEpoch: -1, timeoutMs: v.TimeoutMillis, state: State(v.State),
 		lastUpdate: v.LastUpdateTimestamp, start: v.StartTimestamp, partitions: map[TopicPartition]struct{}{},
 	}
+	t.nextProducerID, t.tv2 = v.NextProducerID, v.ClientTransactionVersion >= 2
 	if v.Version == 0 {
-		t.prevProducerID = -1
+		t.prevProducerID, t.nextProducerID = -1, -1
 	}
 	for _, vt := range v.Topics {
 		for _, p := range vt.Partitions {
