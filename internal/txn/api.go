@@ -363,7 +363,12 @@ func (c *Coordinator) endV2Locked(sh *shard, t *txnMeta, pid int64, epoch int16,
 	var valid bool
 	switch {
 	case prepare:
-		valid = retryOnBump
+		// Kafka fences a request of the current (bumped) epoch here; but
+		// the client has that epoch from this very EndTxn's answer, given
+		// before the markers are written, and its next EndTxn may come
+		// before they are: it is told to retry (CONCURRENT_TRANSACTIONS,
+		// below) rather than fenced.
+		valid = retryOnBump || epoch == t.epoch
 	case complete:
 		valid = retryOnBump || retryOnOverflow || epoch == t.epoch
 	default: // Empty, Ongoing

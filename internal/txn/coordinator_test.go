@@ -378,6 +378,22 @@ func TestEndTxnV2(t *testing.T) {
 		t.Fatalf("retried v2 commit = %+v, want %+v", retry, res)
 	}
 	wantCode(t, "retried commit as an abort", h.c.EndTxn(ctx, "a", pid, epoch, false, true).Code, kerr.InvalidTxnState.Code)
+	// The next end, with the bumped epoch, while the markers are written:
+	// retriable.
+	hold := make(chan struct{})
+	h.mk.mu.Lock()
+	h.mk.hold = hold
+	h.mk.mu.Unlock()
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", pid, epoch+1, []TopicPartition{tp0}, true), 0)
+	mid := h.c.EndTxn(ctx, "a", pid, epoch+1, false, true)
+	wantCode(t, "abort", mid.Code, 0)
+	wantCode(t, "the next end during the markers", h.c.EndTxn(ctx, "a", pid, epoch+2, false, true).Code, kerr.ConcurrentTransactions.Code)
+	close(hold)
+	h.mk.mu.Lock()
+	h.mk.hold = nil
+	h.mk.mu.Unlock()
+	h.waitState("a", StateCompleteAbort)
+	epoch++ // the abort above took one bump
 	wantCode(t, "commit with nothing open", h.c.EndTxn(ctx, "a", pid, epoch+1, true, true).Code, kerr.InvalidTxnState.Code)
 	wantCode(t, "an epoch two back", h.c.EndTxn(ctx, "a", pid, epoch-1, false, true).Code, kerr.ProducerFenced.Code)
 	ab := h.c.EndTxn(ctx, "a", pid, epoch+1, false, true)
@@ -386,8 +402,8 @@ func TestEndTxnV2(t *testing.T) {
 	}
 	h.waitState("a", StateCompleteAbort)
 	h.mk.mu.Lock()
-	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", pid, epoch+1)}; !slices.Equal(h.mk.written, want) {
-		t.Fatalf("markers %q, want %q (the bumped epoch; none for the empty abort)", h.mk.written, want)
+	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", pid, epoch), fmt.Sprintf("t-0 pid %d epoch %d commit false", pid, epoch+1)}; !slices.Equal(h.mk.written, want) {
+		t.Fatalf("markers %q, want %q (the bumped epochs; none for the empty abort)", h.mk.written, want)
 	}
 	h.mk.mu.Unlock()
 
