@@ -100,13 +100,7 @@ skip='^(TestFuncConnectionFailure|TestFuncAdminNetworkErrorClosesControllerConne
 skip+='|TestFuncProducing|TestFuncProducingGzip|TestFuncProducingSnappy|TestFuncProducingZstd'
 skip+='|TestFuncProducingNoResponse|TestFuncProducingFlushing|TestFuncProducingIdempotentWithBrokerFailure'
 skip+='|TestAsyncProducerRemoteBrokerClosed|TestFuncTxnProduceWithBrokerFailure'
-skip+='|TestFuncAdminListConsumerGroupOffsets|TestConsumerFetchFollowerFailover|TestFuncIdempotentBufferedSequence'
-# Transactions (issue 13): the transactional producer's InitProducerId and
-# the FindCoordinator of a transactional id get COORDINATOR_NOT_AVAILABLE,
-# which sarama retries for minutes.
-skip+='|TestFuncTxnProduceNoBegin|TestFuncTxnCommitNoMessages|TestFuncTxnProduce|TestFuncTxnProduceEpochBump'
-skip+='|TestFuncInitProducerId3|TestFuncTxnProduceAndCommitOffset|TestFuncTxnProduceMultiTxn'
-skip+='|TestFuncTxnAbortedProduce|TestFuncDescribeTransactions|TestFuncListTransactions)$'
+skip+='|TestFuncAdminListConsumerGroupOffsets|TestConsumerFetchFollowerFailover|TestFuncIdempotentBufferedSequence)$'
 # Only the functional tests, not the unit tests of the same package.
 run="^($(cd "$work/sarama" && grep -ho '^func Test[A-Za-z0-9_]*' functional_*_test.go | sed 's/^func //' | sort -u | paste -sd '|'))\$"
 
