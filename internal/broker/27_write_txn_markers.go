@@ -31,6 +31,9 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, req *protocol.Reques
 	allowed := az.cluster(kmsg.ACLOperationClusterAction) || az.cluster(kmsg.ACLOperationAlter)
 	s := b.view()
 	return protocol.Response{Later: func() kmsg.Response {
+		// Bounded as the coordinator's own wait (it asks again after).
+		ctx, cancel := context.WithTimeout(ctx, markerTimeout)
+		defer cancel()
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, m := range r.Markers {
