@@ -169,11 +169,12 @@ var fuzzTopics = []fuzzTopicSpec{
 // is a seed for each of these keys and versions. startFuzzEnv fails if
 // the broker's table differs, so that a new key or version gets seeds.
 var fuzzServedVersions = map[int16][2]int16{
-	0: {3, 9}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {2, 8}, 9: {1, 8},
+	0: {3, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {2, 8}, 9: {1, 8},
 	10: {0, 4}, 11: {0, 9}, 12: {0, 4}, 13: {0, 4}, 14: {0, 5}, 15: {0, 5},
 	16: {0, 4}, 17: {0, 1}, 18: {0, 3}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 23: {2, 4},
+	24: {0, 5}, 25: {0, 4}, 26: {0, 5}, 27: {1, 1}, 28: {0, 5},
 	29: {0, 3}, 30: {0, 3}, 31: {0, 3}, 32: {1, 4}, 33: {0, 2}, 36: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
-	50: {0, 0}, 51: {0, 0}, 60: {0, 1},
+	50: {0, 0}, 51: {0, 0}, 60: {0, 1}, 61: {0, 0}, 65: {0, 0}, 66: {0, 1},
 }
 
 // fuzzCleanups collects cleanups to run when the fuzz target ends.
@@ -323,6 +324,7 @@ func startFuzzEnv(tb fuzzTB) *fuzzEnv {
 		c.Groups.MinSessionTimeout = 10 * time.Millisecond
 		c.Groups.MaxSessionTimeout = fuzzMaxGroupTimeout
 		c.Groups.InitialRebalanceDelay = 0
+		c.Txns.Partitions = 3
 		// The authorizer on, so that the ACL requests are served (and
 		// the authorization of every request runs); the fuzz client,
 		// User:ANONYMOUS, is a super user, so that the ACLs the seeds
@@ -889,6 +891,16 @@ func fuzzBatch(recs []records.KV, ts int64, codec int, producerID int64) []byte 
 	return b
 }
 
+// fuzzTxnBatch builds a transactional v2 record batch of recs for the
+// producer id and epoch, from sequence 0.
+func fuzzTxnBatch(recs []records.KV, ts int64, producerID int64, epoch int16) []byte {
+	b := fuzzBatch(recs, ts, 0, producerID)
+	binary.BigEndian.PutUint16(b[badBatchAttributesAt:], 0x10) // transactional
+	binary.BigEndian.PutUint16(b[51:], uint16(epoch))
+	badFixCRC(b)
+	return b
+}
+
 // fuzzKVs returns n records, keyed if keyed.
 func fuzzKVs(n int, keyed bool) []records.KV {
 	var out []records.KV
@@ -947,6 +959,12 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 			binary.BigEndian.PutUint32(next[53:], 1)
 			badFixCRC(next)
 			out = append(out, p, tx, internal, produce(-1, badPart{"fuzz", 1, wrap}), produce(-1, badPart{"fuzz", 1, next}))
+		case 11, 12:
+			// A transactional batch of a producer id the coordinator
+			// never issued: verified (v11) or implicitly added (v12).
+			tx := produce(-1, badPart{"fuzz", 0, fuzzTxnBatch(fuzzKVs(2, false), now, 1<<42, 0)})
+			tx.(*kmsg.ProduceRequest).TransactionID = str("tx")
+			out = append(out, tx)
 		}
 		return out
 	case 1:
@@ -1398,6 +1416,94 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 			config("log.retention.ms", kmsg.IncrementalAlterConfigOpSet, str("1")))
 		r.ValidateOnly = v == 0
 		return []kmsg.Request{set(r)}
+	case 24:
+		topics := func() []kmsg.AddPartitionsToTxnRequestTopic {
+			var ts []kmsg.AddPartitionsToTxnRequestTopic
+			for _, name := range []string{"fuzz", "missing", "__consumer_offsets"} {
+				t := kmsg.NewAddPartitionsToTxnRequestTopic()
+				t.Topic, t.Partitions = name, []int32{0, 1, 9}
+				ts = append(ts, t)
+			}
+			return ts
+		}
+		r := kmsg.NewPtrAddPartitionsToTxnRequest()
+		if v < 4 {
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Topics = "tx", 0, 0, topics()
+			return []kmsg.Request{set(r)}
+		}
+		// v4+: the batched, broker-to-broker form (verification).
+		for _, verify := range []bool{true, false} {
+			tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+			tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = "tx", 0, 0, verify
+			for _, t := range topics() {
+				bt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+				bt.Topic, bt.Partitions = t.Topic, t.Partitions
+				tx.Topics = append(tx.Topics, bt)
+			}
+			r.Transactions = append(r.Transactions, tx)
+		}
+		return []kmsg.Request{set(r)}
+	case 25:
+		r := kmsg.NewPtrAddOffsetsToTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = "tx", 0, 0, fuzzGroup
+		return []kmsg.Request{set(r)}
+	case 26:
+		var out []kmsg.Request
+		for _, commit := range []bool{true, false} {
+			r := kmsg.NewPtrEndTxnRequest()
+			r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = "tx", 0, 0, commit
+			out = append(out, set(r))
+		}
+		return out
+	case 27:
+		// The fuzz client is a super user, so it may write markers.
+		r := kmsg.NewPtrWriteTxnMarkersRequest()
+		for _, committed := range []bool{true, false} {
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = 1<<42, 0, committed, 0
+			for _, name := range []string{"fuzz", "missing"} {
+				t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+				t.Topic, t.Partitions = name, []int32{0, 9}
+				m.Topics = append(m.Topics, t)
+			}
+			r.Markers = append(r.Markers, m)
+		}
+		return []kmsg.Request{set(r)}
+	case 28:
+		r := kmsg.NewPtrTxnOffsetCommitRequest()
+		r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch = "tx", fuzzGroup, 0, 0
+		r.Generation, r.MemberID = -1, ""
+		for _, name := range []string{"fuzz", "missing"} {
+			t := kmsg.NewTxnOffsetCommitRequestTopic()
+			t.Topic = name
+			for _, p := range []int32{0, 9} {
+				tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+				tp.Partition, tp.Offset, tp.LeaderEpoch = p, 1, -1
+				t.Partitions = append(t.Partitions, tp)
+			}
+			r.Topics = append(r.Topics, t)
+		}
+		return []kmsg.Request{set(r)}
+	case 61:
+		r := kmsg.NewPtrDescribeProducersRequest()
+		for _, name := range []string{"fuzz", "missing"} {
+			t := kmsg.NewDescribeProducersRequestTopic()
+			t.Topic, t.Partitions = name, []int32{0, 1, 9}
+			r.Topics = append(r.Topics, t)
+		}
+		return []kmsg.Request{set(r)}
+	case 65:
+		r := kmsg.NewPtrDescribeTransactionsRequest()
+		r.TransactionalIDs = []string{"tx", "never-used", ""}
+		return []kmsg.Request{set(r)}
+	case 66:
+		all := kmsg.NewPtrListTransactionsRequest()
+		some := kmsg.NewPtrListTransactionsRequest()
+		some.StateFilters, some.ProducerIDFilters = []string{"Ongoing", "NoSuchState"}, []int64{-1, 5}
+		if v >= 1 {
+			some.DurationFilterMillis = 1000
+		}
+		return []kmsg.Request{set(all), set(some)}
 	case 47:
 		r := kmsg.NewPtrOffsetDeleteRequest()
 		r.Group = fuzzGroup
