@@ -488,6 +488,7 @@ func (l *Log) writeCleaned(old *segment, batches []byte, limits indexLimits) (*s
 	base := old.baseOffset
 	name := func(ext string) string { return segmentFileName(l.dir, base, ext) }
 	ns := newSegment(base, old.firstAppend)
+	ns.fsys, ns.dir = l.fs, l.dir // where its transaction index goes
 	abort := func(err error) (*segment, error) {
 		return nil, l.discardCleaned(ns, err)
 	}

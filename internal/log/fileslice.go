@@ -25,6 +25,8 @@ type Records struct {
 	l      *Log
 	ranges []fileRange
 	size   int64
+	// next is the offset after the last batch, 0 if there is none.
+	next int64
 	// compressions has bit c set when a batch uses compression codec c.
 	compressions uint8
 }
@@ -39,6 +41,9 @@ type fileRange struct {
 
 // Len returns the size of the batches in bytes.
 func (r Records) Len() int64 { return r.size }
+
+// NextOffset returns the offset after the last batch, 0 if there is none.
+func (r Records) NextOffset() int64 { return r.next }
 
 // Compressed reports whether a batch uses compression codec c (the low
 // three bits of the attributes: 1 gzip, 2 snappy, 3 lz4, 4 zstd).

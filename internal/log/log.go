@@ -72,8 +72,9 @@ type Log struct {
 	// without mu by ForgetReplicatedTxns.
 	closedSpans atomic.Int64
 	// verifying holds, per producer, the token of its latest transaction
-	// verification (BeginVerification); verifyTokens counts tokens.
-	verifying    map[int64]uint64
+	// verification (BeginVerification) and when it began; verifyTokens
+	// counts tokens.
+	verifying    map[int64]verification
 	verifyTokens uint64
 	// txnIndexLost: a transaction index failed its checks at Open; the
 	// next producer state load scans from the first segment.
@@ -515,8 +516,8 @@ func (l *Log) append(batches []byte, leaderEpoch int32, verify bool, token uint6
 	return l.appendLocked(batches)
 }
 
-// checkProducersLocked checks the idempotent-producer batches of a leader
-// append in order, as if stored from offset leo on, letting the state of
+// checkProducersLocked checks the idempotent-producer and coordinator
+// transactional batches of a leader append in order, as if stored from offset leo on, letting the state of
 // earlier batches of the request count for later ones.
 func (l *Log) checkProducersLocked(batches []byte, leo int64, verify bool, token uint64) (AppendInfo, error) {
 	// The state the request's own batches leave, per producer; requests
@@ -533,7 +534,13 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64, verify bool, token
 		h.BaseOffset = offset
 		offset += int64(h.LastOffsetDelta) + 1
 		pos += h.Size()
-		if !isIdempotent(&h) {
+		// A transactional batch without sequences is a coordinator's
+		// (the group coordinator's transactional offset commit): no
+		// sequence to check, but its epoch and its transaction are, as
+		// for the producer's own batches, so that a fenced producer's
+		// late commit cannot reopen a transaction after its marker.
+		coordinator := h.IsTransactional() && h.ProducerID >= 0 && !isIdempotent(&h)
+		if !isIdempotent(&h) && !coordinator {
 			continue
 		}
 		i := slices.IndexFunc(updates, func(p pending) bool { return p.id == h.ProducerID })
@@ -542,9 +549,17 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64, verify bool, token
 			updates = append(updates, pending{id: h.ProducerID, entry: e, known: known})
 			i = len(updates) - 1
 		}
-		dup, err := checkProducerBatch(updates[i].entry, updates[i].known, &h)
+		var dup producerBatch
+		var err error
+		if coordinator {
+			if updates[i].known && h.ProducerEpoch < updates[i].entry.epoch {
+				err = fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, updates[i].entry.epoch)
+			}
+		} else {
+			dup, err = checkProducerBatch(updates[i].entry, updates[i].known, &h)
+		}
 		if err == nil && verify && h.IsTransactional() && !(updates[i].entry.inTxn && updates[i].entry.epoch == h.ProducerEpoch) &&
-			(token == 0 || l.verifying[h.ProducerID] != token) {
+			(token == 0 || l.verifying[h.ProducerID].token != token) {
 			err = fmt.Errorf("%w: producer %d epoch %d: batch not part of a verified transaction", ErrInvalidTxnState, h.ProducerID, h.ProducerEpoch)
 		}
 		if err != nil {
@@ -554,7 +569,12 @@ func (l *Log) checkProducersLocked(batches []byte, leo int64, verify bool, token
 			}
 			return info, err
 		}
-		updates[i].entry, updates[i].known = applyProducerBatch(updates[i].entry, &h, nowMs), true
+		if coordinator {
+			updates[i].entry = applyCoordinatorBatch(updates[i].entry, &h, nowMs)
+		} else {
+			updates[i].entry = applyProducerBatch(updates[i].entry, &h, nowMs)
+		}
+		updates[i].known = true
 	}
 	return AppendInfo{}, nil
 }

@@ -185,6 +185,7 @@ func (r *Records) addBatches(v segmentView, pos, maxOffset int64, maxBytes int, 
 		}
 		fr.end += size
 		r.size += size
+		r.next = h.NextOffset()
 		r.compressions |= 1 << uint8(h.Compression()&7)
 		if first && size > int64(maxBytes) {
 			return true, nil // KIP-74: the first batch whole, and nothing else

@@ -183,7 +183,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // EnforceRetention deletes the oldest segments, never the active one, while
 // their largest timestamp is older than retention.ms or the log without
 // them is still at least retention.bytes, and advances the log start
-// offset past them. It also expires idle producers. It returns the number
+// offset past them. It also expires idle producers and forgotten
+// verifications (verificationExpiryMs). It returns the number
 // of segments deleted.
 func (l *Log) EnforceRetention() (int, error) {
 	l.flushMu.Lock()
@@ -197,6 +198,7 @@ func (l *Log) EnforceRetention() (int, error) {
 	}
 	now := l.nowMs()
 	l.producers.expire(now, l.cfg.ProducerIDExpirationMs)
+	l.expireVerificationsLocked(now)
 	var total int64
 	for _, s := range l.segments {
 		total += s.size

@@ -198,10 +198,42 @@ func (l *Log) BeginVerification(pid int64, epoch int16) (token uint64, needed bo
 	}
 	l.verifyTokens++
 	if l.verifying == nil {
-		l.verifying = map[int64]uint64{}
+		l.verifying = map[int64]verification{}
 	}
-	l.verifying[pid] = l.verifyTokens
+	l.verifying[pid] = verification{token: l.verifyTokens, atMs: l.nowMs()}
 	return l.verifyTokens, true, nil
+}
+
+// VerificationCurrent reports whether token, from BeginVerification for
+// producer pid, is still the producer's and valid: no transactional batch
+// or marker of the producer was appended since.
+func (l *Log) VerificationCurrent(pid int64, token uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok := l.verifying[pid]
+	return ok && v.token == token
+}
+
+// verification is a producer's pending verification (BeginVerification).
+type verification struct {
+	token uint64
+	atMs  int64
+}
+
+// verificationExpiryMs is how long a verification's token stays usable:
+// far longer than any request waits for the transaction coordinator, so
+// only the tokens of requests that gave up go (EnforceRetention forgets
+// them, so that producers that come and go leave nothing behind).
+const verificationExpiryMs = 10 * 60 * 1000
+
+// expireVerificationsLocked forgets the verifications older than
+// verificationExpiryMs. mu is held.
+func (l *Log) expireVerificationsLocked(nowMs int64) {
+	for pid, v := range l.verifying {
+		if nowMs-v.atMs >= verificationExpiryMs {
+			delete(l.verifying, pid)
+		}
+	}
 }
 
 // AppendVerified is Append for produced batches that may be
@@ -336,7 +368,10 @@ func (l *Log) LastStableOffset(hw int64) int64 {
 	defer l.mu.Unlock()
 	l.forgetReplicatedLocked(hw)
 	if len(l.unstable) > 0 {
-		return min(l.unstable[0].first, hw)
+		// A transaction whose start was deleted (DeleteRecords,
+		// retention) holds the offset at the log start, as in Kafka: no
+		// answer names an offset that no longer exists.
+		return min(max(l.unstable[0].first, l.startOffset), hw)
 	}
 	return hw
 }

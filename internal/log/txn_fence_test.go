@@ -1,0 +1,145 @@
+package log
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+)
+
+// coordinatorTxnBatch is what the group coordinator appends for a
+// TxnOffsetCommit (records.BuildTxn): transactional, producer id and
+// epoch set, no sequence.
+func coordinatorTxnBatch(pid int64, epoch int16) []byte {
+	return newBatch(1, 10, 1000).producer(pid, epoch, -1).transactional().encode()
+}
+
+// TestCoordinatorBatchOfFencedEpochAfterMarker: the transaction
+// coordinator fences producer 7 (timeout abort: epoch 3 -> 4) and its abort
+// marker (epoch 4) lands on the __consumer_offsets partition; a
+// TxnOffsetCommit of the fenced epoch 3 that passed the broker's checks
+// just before (the producer's transaction was open here at epoch 3, so
+// verification was skipped) comes after the marker. It is refused
+// (INVALID_PRODUCER_EPOCH, as Kafka checks the epoch of every
+// transactional batch, whatever its origin): accepted, it would take the
+// producer's epoch back to 3 and open a transaction no coordinator ends,
+// holding the last stable offset below it forever.
+func TestCoordinatorBatchOfFencedEpochAfterMarker(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(OSFS{}, newFakeClock())
+	cfg.ProducerIDExpirationMs = math.MaxInt64
+	l := mustOpen(t, dir, cfg)
+	defer l.Close()
+	mustAppend(t, l, coordinatorTxnBatch(7, 3), 0) // offset 0: pending commit in the transaction
+	mustMarker(t, l, Marker{ProducerID: 7, ProducerEpoch: 4, CoordinatorEpoch: 1, Commit: false, Timestamp: 2000})
+	if got := l.LastStableOffset(2); got != 2 {
+		t.Fatalf("LSO after the abort = %d, want 2", got)
+	}
+	_, err := l.Append(coordinatorTxnBatch(7, 3), 0) // the fenced producer's late commit
+	if ps, ok := l.Producer(7); ok && ps.Epoch < 4 {
+		t.Errorf("producer epoch went back to %d after a marker of epoch 4", ps.Epoch)
+	}
+	if lso := l.LastStableOffset(l.EndOffset()); lso != l.EndOffset() {
+		t.Errorf("LSO stuck at %d (LEO %d): a transaction of the fenced epoch opened after its abort", lso, l.EndOffset())
+	}
+	if !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Errorf("Append of a fenced epoch's transactional batch = %v, want ErrInvalidProducerEpoch", err)
+	}
+}
+
+// TestLastStableOffsetNotBelowLogStart: a transaction open from offset 2
+// and DeleteRecords (AdvanceStartOffset) past it. The last stable offset is
+// the log start offset 6, as in Kafka, not 2, which no longer exists
+// (ListOffsets read_committed would answer it, Fetch responses would carry
+// LastStableOffset < LogStartOffset).
+func TestLastStableOffsetNotBelowLogStart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(OSFS{}, newFakeClock())
+	cfg.ProducerIDExpirationMs = math.MaxInt64
+	cfg.SegmentBytes = 100 // one batch per segment
+	l := mustOpen(t, dir, cfg)
+	defer l.Close()
+	mustAppend(t, l, newBatch(2, 10, 1000).encode(), 0) // 0-1
+	mustAppend(t, l, txnBatch(1, 0, 0, 1), 0)           // 2, opens producer 1's transaction
+	for range 4 {
+		mustAppend(t, l, newBatch(1, 10, 1000).encode(), 0) // 3-6
+	}
+	if err := l.AdvanceStartOffset(6); err != nil {
+		t.Fatal(err)
+	}
+	hw := l.EndOffset()
+	if lso, start := l.LastStableOffset(hw), l.StartOffset(); lso != start {
+		t.Fatalf("LSO %d, want the log start offset %d (the open transaction began below it)", lso, start)
+	}
+}
+
+// TestVerifiedAppendOfCoordinatorBatchAfterMarker: the token of a
+// verification begun for producer 7 is voided by the producer's marker,
+// and AppendVerified then refuses a batch that would open a transaction:
+// a producer's batch, and as well a transactional batch without sequences
+// (the group coordinator's TxnOffsetCommit, records.BuildTxn, which the
+// broker appends with AppendVerified too).
+func TestVerifiedAppendOfCoordinatorBatchAfterMarker(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(OSFS{}, newFakeClock())
+	cfg.ProducerIDExpirationMs = math.MaxInt64
+	l := mustOpen(t, dir, cfg)
+	defer l.Close()
+	mustAppend(t, l, coordinatorTxnBatch(7, 3), 0) // the transaction's first offset commit
+	mustMarker(t, l, Marker{ProducerID: 7, ProducerEpoch: 3, CoordinatorEpoch: 1, Commit: true, Timestamp: 2000})
+	token, needed, err := l.BeginVerification(7, 3)
+	if err != nil || !needed {
+		t.Fatalf("BeginVerification = %d, %v, %v", token, needed, err)
+	}
+	// Another marker of the producer (a coordinator's retry, or the end
+	// of the transaction the verification was for) voids the token.
+	mustMarker(t, l, Marker{ProducerID: 7, ProducerEpoch: 3, CoordinatorEpoch: 1, Commit: true, Timestamp: 2000})
+	// Control: a producer's batch is refused.
+	if _, err := l.AppendVerified(txnBatch(7, 3, 0, 1), 0, token); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("AppendVerified of a producer batch with a voided token = %v, want ErrInvalidTxnState", err)
+	}
+	_, err = l.AppendVerified(coordinatorTxnBatch(7, 3), 0, token)
+	if !errors.Is(err, ErrInvalidTxnState) {
+		t.Errorf("AppendVerified of a coordinator batch with a voided token = %v, want ErrInvalidTxnState", err)
+	}
+	if lso := l.LastStableOffset(l.EndOffset()); lso != l.EndOffset() {
+		t.Errorf("LSO stuck at %d (LEO %d) by a transaction opened after its marker", lso, l.EndOffset())
+	}
+}
+
+// TestVerificationsExpire: a verification nobody completes (its request
+// gave up) is forgotten by EnforceRetention once verificationExpiryMs
+// passed, and its token no longer lets a batch open a transaction.
+func TestVerificationsExpire(t *testing.T) {
+	dir := t.TempDir()
+	clock := newFakeClock()
+	cfg := testConfig(OSFS{}, clock)
+	cfg.ProducerIDExpirationMs = math.MaxInt64
+	l := mustOpen(t, dir, cfg)
+	defer l.Close()
+	var tokens []uint64
+	for pid := range int64(3) {
+		token, needed, err := l.BeginVerification(pid, 0)
+		if err != nil || !needed {
+			t.Fatalf("BeginVerification(%d) = %d, %v, %v", pid, token, needed, err)
+		}
+		tokens = append(tokens, token)
+	}
+	clock.Advance(verificationExpiryMs*time.Millisecond - time.Millisecond)
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.verifying); n != 3 {
+		t.Fatalf("%d verifications left before they expire, want 3", n)
+	}
+	clock.Advance(time.Millisecond)
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(l.verifying); n != 0 {
+		t.Fatalf("%d verifications left after they expired", n)
+	}
+	if _, err := l.AppendVerified(txnBatch(0, 0, 0, 1), 0, tokens[0]); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("AppendVerified with an expired token = %v, want ErrInvalidTxnState", err)
+	}
+}
