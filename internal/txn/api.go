@@ -96,7 +96,7 @@ func (c *Coordinator) initLocked(sh *shard, t *txnMeta, id string, timeoutMs int
 	case StatePrepareCommit, StatePrepareAbort:
 		return InitResult{Code: kerr.ConcurrentTransactions.Code}
 	case StateOngoing:
-		if code := c.fenceAndAbortLocked(sh, t); code != 0 {
+		if code := c.fenceAndAbortLocked(sh, t, -1); code != 0 {
 			return InitResult{Code: code}
 		}
 		return InitResult{Code: kerr.ConcurrentTransactions.Code}
@@ -353,8 +353,14 @@ func (c *Coordinator) endV2Locked(sh *shard, t *txnMeta, pid int64, epoch int16,
 	if t == nil {
 		return EndResult{Code: kerr.InvalidProducerIDMapping.Code}, false
 	}
+	if t.finishing && t.nextProducerID >= 0 && pid == t.nextProducerID {
+		// The producer id this transaction's end handed out, used before
+		// its markers are all written: retry once they are (Kafka checks
+		// the pending transition first for this very case).
+		return EndResult{Code: kerr.ConcurrentTransactions.Code}, false
+	}
 	retryOnBump := t.epoch == epoch+1 && t.producerID == pid
-	retryOnOverflow := t.prevProducerID == pid && epoch == exhaustedEpoch && t.epoch == 0
+	retryOnOverflow := t.prevProducerID == pid && epoch >= exhaustedEpoch && t.epoch == 0
 	if t.producerID != pid && !retryOnOverflow {
 		return EndResult{Code: kerr.InvalidProducerIDMapping.Code}, false
 	}
@@ -413,7 +419,9 @@ func (c *Coordinator) endV2Locked(sh *shard, t *txnMeta, pid int64, epoch int16,
 	if t.state != StateOngoing {
 		next.partitions, next.start = map[TopicPartition]struct{}{}, c.cfg.Now().UnixMilli()
 	}
-	next.lastEpoch, next.epoch = t.epoch, t.epoch+1
+	// The markers carry the bumped epoch; past the last one (a producer
+	// already at 32767) they keep it, and the producer moves to fresh.
+	next.lastEpoch, next.epoch = t.epoch, min(t.epoch, math.MaxInt16-1)+1
 	if t.epoch >= exhaustedEpoch {
 		next.nextProducerID = fresh
 	}
@@ -474,21 +482,40 @@ type Listed struct {
 // reports loading when a partition led here is still loading (the answer
 // is then COORDINATOR_LOAD_IN_PROGRESS).
 func (c *Coordinator) List(states []State, producerIDs []int64, minDurationMs int64) (out []Listed, loading bool) {
+	// The filters may be long (a request's worth of producer ids): they
+	// are sets, and applied with the lock released.
+	wantState := make(map[State]bool, len(states))
+	for _, s := range states {
+		wantState[s] = true
+	}
+	wantID := make(map[int64]bool, len(producerIDs))
+	for _, id := range producerIDs {
+		wantID[id] = true
+	}
+	type entry struct {
+		Listed
+		start int64
+	}
+	var all []entry
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	nowMs := c.cfg.Now().UnixMilli()
 	for _, sh := range c.shards {
 		if sh.loading {
+			c.mu.Unlock()
 			return nil, true
 		}
 		for id, t := range sh.txns {
-			if len(states) > 0 && !slices.Contains(states, t.state) ||
-				len(producerIDs) > 0 && !slices.Contains(producerIDs, t.producerID) ||
-				minDurationMs >= 0 && nowMs-t.start <= minDurationMs {
-				continue
-			}
-			out = append(out, Listed{ID: id, ProducerID: t.producerID, State: t.state})
+			all = append(all, entry{Listed{ID: id, ProducerID: t.producerID, State: t.state}, t.start})
 		}
+	}
+	c.mu.Unlock()
+	for _, e := range all {
+		if len(wantState) > 0 && !wantState[e.State] ||
+			len(wantID) > 0 && !wantID[e.ProducerID] ||
+			minDurationMs >= 0 && nowMs-e.start <= minDurationMs {
+			continue
+		}
+		out = append(out, e.Listed)
 	}
 	slices.SortFunc(out, func(a, b Listed) int { return strings.Compare(a.ID, b.ID) })
 	return out, false

@@ -51,7 +51,15 @@ type Store interface {
 	// Load calls fn with every record of the partition in offset order,
 	// from its start to its end as of the call, and returns that end.
 	Load(ctx context.Context, fn func(key, value []byte, end int64) error) (end int64, err error)
+	// MaxBatchBytes is the size of the largest batch Append accepts (the
+	// partition's max.message.bytes).
+	MaxBatchBytes() int
 }
+
+// recordOverhead bounds the bytes a batch of one record adds to its key
+// and value: the batch header (61) and the record's lengths, attributes
+// and deltas.
+const recordOverhead = 61 + 24
 
 // ErrNotLeader is what a Store returns when the partition is no longer led
 // here.
@@ -347,8 +355,21 @@ func (c *Coordinator) lookupLocked(id string) (*shard, int16) {
 // makes it the state in memory. It returns the error code of a refused
 // append (nothing changed then).
 func (c *Coordinator) writeLocked(sh *shard, next *txnMeta) int16 {
+	if next.epoch < 0 {
+		c.logger.Error("refusing a transaction state without a valid epoch", "transactional id", next.id,
+			"producer id", next.producerID, "epoch", next.epoch)
+		return kerr.UnknownServerError.Code
+	}
 	next.lastUpdate = c.cfg.Now().UnixMilli()
-	end, err := sh.store.Append(sh.epoch, []records.KV{{Key: stateKey(next.id), Value: stateValue(next)}})
+	rec := records.KV{Key: stateKey(next.id), Value: stateValue(next)}
+	if n := len(rec.Key) + len(rec.Value) + recordOverhead; n > sh.store.MaxBatchBytes() {
+		// Too many partitions in one transaction: Kafka's answer to a
+		// transaction log append that is too large (not retriable).
+		c.logger.Warn("transaction state too large for "+StateTopic, "transactional id", next.id,
+			"bytes", n, "max", sh.store.MaxBatchBytes(), "partitions", len(next.partitions))
+		return kerr.UnknownServerError.Code
+	}
+	end, err := sh.store.Append(sh.epoch, []records.KV{rec})
 	if err != nil {
 		return c.appendErrorCode(sh, err)
 	}
@@ -494,6 +515,33 @@ func (c *Coordinator) Tick() {
 	now := c.cfg.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The transactions v2 producers out of epochs, whose abort moves them
+	// to a new producer id: allocated with the lock released.
+	type exhausted struct {
+		sh    *shard
+		id    string
+		pid   int64
+		epoch int16
+	}
+	var needIDs []exhausted
+	defer func() {
+		for _, x := range needIDs {
+			c.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.CommitTimeout)
+			fresh, err := c.ids.NextID(ctx)
+			cancel()
+			c.mu.Lock()
+			if err != nil {
+				c.logger.Warn("cannot allocate a producer id", "err", err)
+				return // the next Tick tries again
+			}
+			t := x.sh.txns[x.id]
+			if c.shards[x.sh.partition] == x.sh && t != nil && t.state == StateOngoing && !t.finishing &&
+				t.producerID == x.pid && t.epoch == x.epoch {
+				c.fenceAndAbortLocked(x.sh, t, fresh)
+			}
+		}
+	}()
 	abort := now.Sub(c.lastAbort) >= c.cfg.AbortInterval
 	remove := now.Sub(c.lastRemove) >= c.cfg.RemoveInterval
 	if abort {
@@ -515,7 +563,11 @@ func (c *Coordinator) Tick() {
 			case abort && t.state == StateOngoing && !t.finishing && nowMs > t.start+int64(t.timeoutMs):
 				c.logger.Info("aborting a transaction past its timeout", "transactional id", id,
 					"producer id", t.producerID, "epoch", t.epoch, "timeout ms", t.timeoutMs)
-				c.fenceAndAbortLocked(sh, t)
+				if t.tv2 && t.epoch >= exhaustedEpoch {
+					needIDs = append(needIDs, exhausted{sh, id, t.producerID, t.epoch})
+					continue
+				}
+				c.fenceAndAbortLocked(sh, t, -1)
 			case remove && (t.state == StateEmpty || t.state == StateCompleteCommit || t.state == StateCompleteAbort) &&
 				!t.finishing && nowMs-t.lastUpdate >= c.cfg.IDExpiration.Milliseconds():
 				if _, err := sh.store.Append(sh.epoch, []records.KV{{Key: stateKey(id)}}); err != nil {
@@ -531,14 +583,21 @@ func (c *Coordinator) Tick() {
 // fenceAndAbortLocked aborts t's open transaction with its epoch bumped,
 // which fences the producer that opened it: its later writes and its own
 // EndTxn are refused (Kafka's PrepareEpochFence, written as PrepareAbort
-// with the new epoch). It returns the code of a refused write.
-func (c *Coordinator) fenceAndAbortLocked(sh *shard, t *txnMeta) int16 {
+// with the new epoch). A transactions v2 producer out of epochs moves to
+// fresh, a new producer id, once the abort completes, as after its own
+// EndTxn at the last epoch (its abort retry is answered with it); others
+// get a new id from InitProducerId. It returns the code of a refused
+// write.
+func (c *Coordinator) fenceAndAbortLocked(sh *shard, t *txnMeta, fresh int64) int16 {
 	next := t.clone()
 	if next.epoch < math.MaxInt16 {
 		next.epoch++
 	}
 	next.lastEpoch = -1
 	next.state = StatePrepareAbort
+	if t.tv2 && t.epoch >= exhaustedEpoch {
+		next.nextProducerID = fresh
+	}
 	if code := c.writeLocked(sh, next); code != 0 {
 		return code
 	}

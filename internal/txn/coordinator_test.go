@@ -33,6 +33,9 @@ func (s *memStore) Append(_ int32, recs []records.KV) (int64, error) {
 
 func (s *memStore) WaitCommitted(context.Context, int32, int64) error { return nil }
 
+// MaxBatchBytes is the default max.message.bytes.
+func (s *memStore) MaxBatchBytes() int { return 1 << 20 }
+
 func (s *memStore) Load(_ context.Context, fn func(key, value []byte, end int64) error) (int64, error) {
 	s.mu.Lock()
 	recs := slices.Clone(s.recs)
