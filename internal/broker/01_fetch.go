@@ -222,8 +222,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 			if code == 0 {
 				parts = append(parts, lp)
 				l := lp.Log()
-				rp.HighWatermark = lp.HighWatermark()
-				rp.LastStableOffset = lp.LastStableOffset()
+				rp.HighWatermark, rp.LastStableOffset = lp.Watermarks()
 				rp.LogStartOffset = l.StartOffset()
 				if p.LastFetchedEpoch >= 0 {
 					epoch, end := l.EndOffsetForEpoch(p.LastFetchedEpoch)
@@ -252,8 +251,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 						b.isr.propose(lp)
 					}
 					// The follower's fetch may have moved the high watermark.
-					rp.HighWatermark = lp.HighWatermark()
-					rp.LastStableOffset = lp.LastStableOffset()
+					rp.HighWatermark, rp.LastStableOffset = lp.Watermarks()
 				}
 				// The first batch is read whatever the limit (KIP-74),
 				// even a PartitionMaxBytes of 0.
@@ -267,12 +265,17 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 						}
 					case r.IsolationLevel == 1:
 						// read_committed: up to the last stable offset,
-						// with the aborted transactions in that range.
+						// with the aborted transactions that overlap the
+						// batches returned (as Kafka, bounded by their end,
+						// so that the list does not grow with what lies
+						// beyond).
 						read = func(offset int64, maxBytes int, minOne bool) (klog.Records, error) {
-							data, lso, err := lp.ReadCommitted(offset, maxBytes, minOne)
+							data, hw, lso, err := lp.ReadCommitted(offset, maxBytes, minOne)
 							if err == nil {
-								rp.LastStableOffset = lso
-								rp.AbortedTransactions = abortedTransactions(l.AbortedTxns(offset, lso))
+								rp.HighWatermark, rp.LastStableOffset = hw, lso
+								if data.Len() > 0 {
+									rp.AbortedTransactions = abortedTransactions(l.AbortedTxns(offset, data.NextOffset()))
+								}
 							}
 							return data, err
 						}

@@ -12,8 +12,12 @@ package broker
 // UNKNOWN_TOPIC_OR_PARTITION. Before the write, the transaction
 // coordinator confirms that the group's partition is in the transaction
 // (KIP-890 verification, skipped when the transaction is already open
-// there): otherwise INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4).
-// From v5 (transactions v2) the coordinator adds the partition instead.
+// there at the request's epoch): otherwise INVALID_TXN_STATE
+// (TRANSACTION_ABORTABLE from v4). From v5 (transactions v2) the
+// coordinator adds the partition instead. An epoch older than the one the
+// partition knows is INVALID_PRODUCER_EPOCH, checked again when the
+// commit is appended, as is a marker of the producer written since the
+// verification (INVALID_TXN_STATE).
 
 import (
 	"context"
@@ -110,21 +114,30 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, req *protocol.Reques
 		n = int32(len(vt.Topic.Partitions))
 	}
 	tp := txn.TopicPartition{Topic: group.OffsetsTopic, Partition: group.PartitionFor(r.Group, n)}
-	guard := b.groups.TxnGuard(r.Group, r.ProducerID)
+	// The log's verification token (klog.Log.BeginVerification): a
+	// marker of the producer appended between the verification and the
+	// commit's append voids it, and the append is refused instead of
+	// opening a transaction that has already ended.
+	var token uint64
 	if lp, code := b.localLeader(s, tp.Topic, tp.Partition); code == 0 {
-		if ps, ok := lp.Log().Producer(r.ProducerID); !ok || ps.TxnStartOffset < 0 || ps.Epoch != r.ProducerEpoch {
-			// v5+ (transactions v2) adds the group's partition to the
-			// transaction; older versions only verify.
-			per, code := b.verifyTxnPartitions(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, r.Version < 5)
+		// v5+ (transactions v2) adds the group's partition to the
+		// transaction; older versions only verify.
+		vs := []txnLogVerification{{tp: tp, log: lp.Log()}}
+		per, code := b.verifyLogs(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, vs, r.Version < 5)
+		if vs[0].err != nil {
+			return reply(setKnown(kerr.InvalidProducerEpoch.Code))
+		}
+		if vs[0].needed {
 			if code == 0 {
 				code = per[tp]
 			}
 			if code = txnCommitVerifyCode(code, r.Version); code != 0 {
 				return reply(setKnown(code))
 			}
+			token = vs[0].token
 		}
 	}
-	wait := b.groups.StartTxnCommitOffsets(&known, guard)
+	wait := b.groups.StartTxnCommitOffsets(&known, token)
 	return protocol.Response{Later: func() kmsg.Response { return merge(wait(ctx)) }}
 }
 

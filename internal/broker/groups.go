@@ -50,13 +50,19 @@ func (s offsetsStore) Append(epoch int32, recs []records.KV) (int64, error) {
 }
 
 // AppendTxn appends recs as one transactional batch of producer pid at
-// producerEpoch (a TxnOffsetCommit), like Append.
-func (s offsetsStore) AppendTxn(epoch int32, pid int64, producerEpoch int16, recs []records.KV) (int64, error) {
+// producerEpoch (a TxnOffsetCommit), like Append, verified under token
+// (klog.Log.AppendVerified).
+func (s offsetsStore) AppendTxn(epoch int32, pid int64, producerEpoch int16, token uint64, recs []records.KV) (int64, error) {
 	if err := s.lp.CheckMinISR(); err != nil {
 		return 0, err
 	}
-	info, err := s.lp.AppendInEpoch(epoch, records.BuildTxn(recs, time.Now().UnixMilli(), pid, producerEpoch))
-	if err != nil {
+	info, err := s.lp.AppendTxnInEpoch(epoch, records.BuildTxn(recs, time.Now().UnixMilli(), pid, producerEpoch), token)
+	switch {
+	case errors.Is(err, klog.ErrInvalidTxnState):
+		return 0, fmt.Errorf("%w: %v", group.ErrTxnState, err)
+	case errors.Is(err, klog.ErrInvalidProducerEpoch):
+		return 0, fmt.Errorf("%w: %v", group.ErrProducerFenced, err)
+	case err != nil:
 		return 0, notLeader(err)
 	}
 	return info.LastOffset + 1, nil

@@ -332,6 +332,92 @@ func (b *Broker) writeMarkerLocally(ctx context.Context, s *coord.Snapshot, m tx
 	return nil
 }
 
+// txnLogVerification is one partition led here of a verification
+// (verifyLogs): its log, and the outcome of BeginVerification there.
+type txnLogVerification struct {
+	tp  txn.TopicPartition
+	log *klog.Log
+	// token, needed and err are BeginVerification's answer.
+	token  uint64
+	needed bool
+	err    error
+}
+
+// verifyLogs verifies producer pid at epoch on the partitions vs, led
+// here: BeginVerification on each log, then the coordinator of
+// transactional id id asked for those where the producer's transaction is
+// not open yet (verifyTxnPartitions). It fills in each one's token and
+// returns the coordinator's answer as verifyTxnPartitions does.
+//
+// Unless verifyOnly, an add answered CONCURRENT_TRANSACTIONS is asked
+// again every addRetryBackoff for up to addRetryTimeout, as Kafka does
+// (add.partitions.to.txn.retry.backoff.ms): under transactions v2 a
+// producer's first batch of a transaction follows its EndTxn at once,
+// before the previous transaction's markers are written, and clients
+// would otherwise wait for a metadata refresh before they retry. Those
+// markers void the tokens begun before them, so each round begins the
+// verifications afresh, and a successful add whose token a marker voided
+// meanwhile is asked again (the partition is in the transaction by then:
+// the coordinator answers at once).
+func (b *Broker) verifyLogs(ctx context.Context, id string, pid int64, epoch int16, vs []txnLogVerification, verifyOnly bool) (map[txn.TopicPartition]int16, int16) {
+	deadline := time.Now().Add(addRetryTimeout)
+	for {
+		var ask []txn.TopicPartition
+		for i := range vs {
+			v := &vs[i]
+			v.token, v.needed, v.err = v.log.BeginVerification(pid, epoch)
+			if v.err == nil && v.needed {
+				ask = append(ask, v.tp)
+			}
+		}
+		if len(ask) == 0 {
+			return nil, 0
+		}
+		per, code := b.verifyTxnPartitions(ctx, id, pid, epoch, ask, verifyOnly)
+		if verifyOnly || time.Now().After(deadline) {
+			return per, code
+		}
+		retry := concurrentTxn(per, code)
+		if !retry && code == 0 {
+			for _, v := range vs {
+				if v.err == nil && v.needed && per[v.tp] == 0 && !v.log.VerificationCurrent(pid, v.token) {
+					retry = true
+					break
+				}
+			}
+		}
+		if !retry {
+			return per, code
+		}
+		select {
+		case <-ctx.Done():
+			return per, code
+		case <-time.After(addRetryBackoff):
+		}
+	}
+}
+
+// addRetryBackoff and addRetryTimeout pace the retries of an add answered
+// CONCURRENT_TRANSACTIONS (verifyLogs).
+const (
+	addRetryBackoff = 20 * time.Millisecond
+	addRetryTimeout = 5 * time.Second
+)
+
+// concurrentTxn reports whether a verification answer is
+// CONCURRENT_TRANSACTIONS, for all partitions or one.
+func concurrentTxn(per map[txn.TopicPartition]int16, code int16) bool {
+	if code == kerr.ConcurrentTransactions.Code {
+		return true
+	}
+	for _, c := range per {
+		if c == kerr.ConcurrentTransactions.Code {
+			return true
+		}
+	}
+	return false
+}
+
 // verifyTxnPartitions asks the coordinator of transactional id id whether
 // each of parts is in the producer's open transaction (KIP-890
 // verification) or, unless verifyOnly, adds them to it (the implicit add
@@ -486,36 +572,35 @@ func (b *Broker) verifyProduce(ctx context.Context, s *coord.Snapshot, az authz,
 		}
 		return out, 0
 	}
-	var ask []txn.TopicPartition
 	pid, epoch := cands[0].pid, cands[0].epoch
+	vs := make([]txnLogVerification, 0, len(cands))
 	for _, c := range cands {
 		if c.pid != pid || c.epoch != epoch {
 			// One producer per request, as in Kafka.
 			return nil, kerr.InvalidProducerIDMapping.Code
 		}
-		token, needed, err := c.lp.Log().BeginVerification(c.pid, c.epoch)
-		if err != nil {
-			out[c.tp] = produceVerification{code: errorCode(err)}
-			continue
-		}
-		out[c.tp] = produceVerification{token: token}
-		if needed {
-			ask = append(ask, c.tp)
-		}
-	}
-	if len(ask) == 0 {
-		return out, 0
+		vs = append(vs, txnLogVerification{tp: c.tp, log: c.lp.Log()})
 	}
 	// Produce v12+ (transactions v2) adds the partitions; older versions
 	// only verify that the producer added them.
-	per, code := b.verifyTxnPartitions(ctx, *r.TransactionID, pid, epoch, ask, r.Version < 12)
-	for _, tp := range ask {
+	per, code := b.verifyLogs(ctx, *r.TransactionID, pid, epoch, vs, r.Version < 12)
+	for _, v := range vs {
+		switch {
+		case v.err != nil:
+			out[v.tp] = produceVerification{code: errorCode(v.err)}
+			continue
+		case !v.needed:
+			out[v.tp] = produceVerification{token: v.token}
+			continue
+		}
 		c := code
 		if c == 0 {
-			c = per[tp]
+			c = per[v.tp]
 		}
 		if c = produceVerifyCode(c, r.Version); c != 0 {
-			out[tp] = produceVerification{code: c}
+			out[v.tp] = produceVerification{code: c}
+		} else {
+			out[v.tp] = produceVerification{token: v.token}
 		}
 	}
 	return out, 0

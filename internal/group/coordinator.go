@@ -38,8 +38,13 @@ type Store interface {
 	// returns early with ctx's error.
 	WaitCommitted(ctx context.Context, epoch int32, end int64) error
 	// AppendTxn is Append for records of producer pid's transaction at
-	// producerEpoch (TxnOffsetCommit): one transactional batch.
-	AppendTxn(epoch int32, pid int64, producerEpoch int16, recs []records.KV) (end int64, err error)
+	// producerEpoch (TxnOffsetCommit): one transactional batch. token is
+	// the verification the broker made with the transaction coordinator
+	// (0 if the transaction was open on the partition at that epoch): the
+	// append fails with ErrTxnState if the producer's transaction ended
+	// on the partition since (a marker), and with ErrProducerFenced if
+	// the partition knows a newer epoch of the producer.
+	AppendTxn(epoch int32, pid int64, producerEpoch int16, token uint64, recs []records.KV) (end int64, err error)
 	// Load calls fn with every record of the partition, in offset order,
 	// from its start to its end as of the call, and returns that end. The
 	// records below it need not be committed yet.
@@ -68,6 +73,15 @@ type Record struct {
 // ErrNotLeader is what a Store returns when the partition is no longer led
 // here.
 var ErrNotLeader = errors.New("group: offsets partition not led here")
+
+// ErrTxnState and ErrProducerFenced are what a Store's AppendTxn returns
+// for a producer whose transaction ended on the partition after it was
+// verified (INVALID_TXN_STATE) and for an epoch older than the one the
+// partition knows (INVALID_PRODUCER_EPOCH).
+var (
+	ErrTxnState       = errors.New("group: transaction not ongoing on the offsets partition")
+	ErrProducerFenced = errors.New("group: producer epoch fenced on the offsets partition")
+)
 
 // Config is the coordinator's configuration (Kafka's group.* and
 // offsets.* broker settings).
@@ -128,9 +142,6 @@ type shard struct {
 	// group's records (after a failover the loaded tail may stay
 	// uncommitted until the ISR grows back).
 	ends map[string]int64
-	// txnEnds counts, per producer, the transaction markers applied to the
-	// shard (TxnGuard).
-	txnEnds map[int64]uint64
 	// lateMarkers are the markers written while the shard loads.
 	lateMarkers []lateMarker
 	// warnAt and warnsSuppressed rate-limit the shard's failure warnings.
@@ -595,6 +606,10 @@ func (c *Coordinator) writeCode(sh *shard, err error) int16 {
 		return kerr.NotCoordinator.Code
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return kerr.RequestTimedOut.Code
+	case errors.Is(err, ErrTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, ErrProducerFenced):
+		return kerr.InvalidProducerEpoch.Code
 	default:
 		c.warnLocked(sh, "writing to "+OffsetsTopic+" failed", "err", err)
 		return kerr.CoordinatorNotAvailable.Code

@@ -140,7 +140,7 @@ func clone(b []byte) []byte {
 
 // AppendTxn appends like Append; the records are replayed as the
 // producer's (without markers, they stay pending).
-func (s *memStore) AppendTxn(epoch int32, pid int64, _ int16, recs []records.KV) (int64, error) {
+func (s *memStore) AppendTxn(epoch int32, pid int64, _ int16, _ uint64, recs []records.KV) (int64, error) {
 	end, err := s.Append(epoch, recs)
 	if err == nil {
 		s.mu.Lock()

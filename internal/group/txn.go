@@ -18,29 +18,15 @@ import (
 // they go. A load replays the same from the partition's transactional
 // batches and markers.
 
-// TxnGuard returns a token for a TxnOffsetCommit of producer pid on the
-// partition of group, taken before the broker verifies with the
-// transaction coordinator that the partition is in the producer's
-// transaction (KIP-890). A marker for the producer written meanwhile
-// voids it: StartTxnCommitOffsets then refuses the commit, which would
-// otherwise stay pending in a transaction that already ended.
-func (c *Coordinator) TxnGuard(groupID string, pid int64) uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sh, ok := c.shards[PartitionFor(groupID, c.partitions)]
-	if !ok {
-		return 0
-	}
-	return sh.txnEnds[pid]
-}
-
 // StartTxnCommitOffsets handles a TxnOffsetCommit request whose
-// transaction was verified under guard (TxnGuard). Its group checks are
+// transaction was verified under token (the partition's log verification
+// token, 0 when the transaction was already open there: see
+// Store.AppendTxn). Its group checks are
 // Kafka's: a request without generation for a group that does not exist
 // or is empty is accepted (creating the group), one with a generation or
 // member must name a current member and generation; unlike OffsetCommit,
 // a rebalance in progress does not refuse it.
-func (c *Coordinator) StartTxnCommitOffsets(req *kmsg.TxnOffsetCommitRequest, guard uint64) func(context.Context) *kmsg.TxnOffsetCommitResponse {
+func (c *Coordinator) StartTxnCommitOffsets(req *kmsg.TxnOffsetCommitRequest, token uint64) func(context.Context) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	setAll := func(code int16) *kmsg.TxnOffsetCommitResponse {
 		resp.Topics = resp.Topics[:0]
@@ -64,10 +50,6 @@ func (c *Coordinator) StartTxnCommitOffsets(req *kmsg.TxnOffsetCommitRequest, gu
 	sh, code := c.lookupLocked(req.Group, false)
 	if code != 0 {
 		return answered(setAll(code))
-	}
-	if sh.txnEnds[req.ProducerID] != guard {
-		// The transaction ended after the verification.
-		return answered(setAll(kerr.InvalidTxnState.Code))
 	}
 	g := sh.groups[req.Group]
 	withMember := req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil
@@ -115,7 +97,7 @@ func (c *Coordinator) StartTxnCommitOffsets(req *kmsg.TxnOffsetCommitRequest, gu
 	for i, cm := range commits {
 		recs[i] = records.KV{Key: offsetKey(req.Group, cm.tp.topic, cm.tp.partition), Value: offsetValue(cm.o)}
 	}
-	end, err := sh.store.AppendTxn(sh.epoch, req.ProducerID, req.ProducerEpoch, recs)
+	end, err := sh.store.AppendTxn(sh.epoch, req.ProducerID, req.ProducerEpoch, token, recs)
 	if err != nil {
 		code := c.writeCode(sh, err)
 		if code == kerr.RequestTimedOut.Code {
@@ -170,10 +152,6 @@ type lateMarker struct {
 }
 
 func (c *Coordinator) completeTxnLocked(sh *shard, pid int64, commit bool, markerOffset int64) {
-	if sh.txnEnds == nil {
-		sh.txnEnds = map[int64]uint64{}
-	}
-	sh.txnEnds[pid]++
 	for _, g := range sh.groups {
 		if _, ok := g.pendingTxn[pid]; ok {
 			g.completeTxn(pid, commit, markerOffset)

@@ -133,6 +133,14 @@ func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
 // decided and committed (read_committed consumers read up to it).
 func (p *Partition) LastStableOffset() int64 { return p.log.LastStableOffset(p.highWatermark.Load()) }
 
+// Watermarks returns the high watermark and the last stable offset of that
+// same high watermark, so that an answer carrying both never shows an
+// LSO above its high watermark.
+func (p *Partition) Watermarks() (hw, lso int64) {
+	hw = p.highWatermark.Load()
+	return hw, p.log.LastStableOffset(hw)
+}
+
 // Role returns the replica's current role.
 func (p *Partition) Role() Role {
 	p.mu.Lock()
@@ -234,6 +242,12 @@ func (p *Partition) AppendInEpoch(epoch int32, batches []byte) (Appended, error)
 // (klog.Log.AppendVerified).
 func (p *Partition) AppendTxnAsLeader(batches []byte, token uint64) (Appended, error) {
 	return p.appendWith(-1, func(epoch int32) (klog.AppendInfo, error) { return p.log.AppendVerified(batches, epoch, token) })
+}
+
+// AppendTxnInEpoch is AppendTxnAsLeader in leader epoch epoch only (the
+// group coordinator's transactional offset commits).
+func (p *Partition) AppendTxnInEpoch(epoch int32, batches []byte, token uint64) (Appended, error) {
+	return p.appendWith(epoch, func(epoch int32) (klog.AppendInfo, error) { return p.log.AppendVerified(batches, epoch, token) })
 }
 
 // AppendMarker appends a transaction marker as leader in the current epoch
@@ -405,18 +419,19 @@ func (p *Partition) Read(offset int64, maxBytes int, minOne bool) (klog.Records,
 }
 
 // ReadCommitted is Read for a read_committed consumer: bounded by the last
-// stable offset, which it also returns.
-func (p *Partition) ReadCommitted(offset int64, maxBytes int, minOne bool) (klog.Records, int64, error) {
+// stable offset, which it also returns with its high watermark
+// (Watermarks).
+func (p *Partition) ReadCommitted(offset int64, maxBytes int, minOne bool) (r klog.Records, hw, lso int64, err error) {
 	if p.isClosed() {
-		return klog.Records{}, -1, ErrClosed
+		return klog.Records{}, -1, -1, ErrClosed
 	}
-	lso := p.LastStableOffset()
+	hw, lso = p.Watermarks()
 	if offset > lso && offset <= p.log.EndOffset() {
 		// Past the last stable offset: valid, nothing readable yet.
-		return klog.Records{}, lso, nil
+		return klog.Records{}, hw, lso, nil
 	}
-	r, err := p.log.Slice(offset, lso, maxBytes, minOne)
-	return r, lso, err
+	r, err = p.log.Slice(offset, lso, maxBytes, minOne)
+	return r, hw, lso, err
 }
 
 // Waiter is woken (non-blocking send on C) when the partition's high
