@@ -100,13 +100,25 @@ const (
 	// from the ISR and compacted twice, then starts it again: it must
 	// catch up through the compacted log and rejoin the ISR.
 	FaultCompactedFollower FaultKind = "compacted-follower"
+
+	// The faults aimed at the transactional workload (txns.go).
+
+	// FaultKillTxnCoordinator is kill -9 of the transaction coordinator of
+	// one of the workload's transactional ids (a random broker when the
+	// campaign runs no transactions), in the middle of its transactions.
+	FaultKillTxnCoordinator FaultKind = "kill-txn-coordinator"
+	// FaultKillTxnLeader is kill -9 of the leader of a random partition of
+	// the transactional topic, while transactions write to it and markers
+	// are being written.
+	FaultKillTxnLeader FaultKind = "kill-txn-leader"
 )
 
 // AllFaults is the default fault mix, each kind equally likely.
 var AllFaults = []FaultKind{FaultKillLeader, FaultKillRandom, FaultKillController, FaultKillCoordinator,
 	FaultPause, FaultIsolate, FaultRollingRestart, FaultPartitionHalves, FaultPartitionBridge,
 	FaultIsolateLeaderKafka, FaultIsolateEtcd, FaultFlapping, FaultLoseTail,
-	FaultPreferredElection, FaultAutoRebalance, FaultControlledRestart, FaultSlowFollower, FaultCompactedFollower}
+	FaultPreferredElection, FaultAutoRebalance, FaultControlledRestart, FaultSlowFollower, FaultCompactedFollower,
+	FaultKillTxnCoordinator, FaultKillTxnLeader}
 
 // CampaignRebalanceInterval is the campaign cluster's
 // leader.imbalance.check.interval.seconds.
@@ -114,14 +126,19 @@ const CampaignRebalanceInterval = 5 * time.Second
 
 // CampaignOverrides are the campaign cluster's broker settings beyond the
 // harness's: automatic leader rebalancing every CampaignRebalanceInterval
-// at any imbalance, and compaction of a compacted partition at most every
-// second. (auto.leader.rebalance.enable is set although docs/config.md
+// at any imbalance, compaction of a compacted partition at most every
+// second, and transaction settings for the transactional workload. (auto.leader.rebalance.enable is set although docs/config.md
 // gives true as its default: the broker's DefaultConfig leaves it off.)
 var CampaignOverrides = []string{
 	"auto.leader.rebalance.enable=true",
 	fmt.Sprintf("leader.imbalance.check.interval.seconds=%d", int(CampaignRebalanceInterval/time.Second)),
 	"leader.imbalance.per.broker.percentage=0",
 	"log.cleaner.backoff.ms=1000",
+	// Transactions: timed-out transactions aborted within a second of
+	// their timeout, and a smaller __transaction_state than the default
+	// 50 partitions, for three brokers on two cores.
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms=1000",
+	"transaction.state.log.num.partitions=8",
 }
 
 // ParseFaults parses a comma-separated fault mix ("kill-leader,pause");
@@ -269,8 +286,9 @@ type Consumer struct {
 }
 
 // StartConsumer starts reading partitions 0..partitions-1 of topic from
-// their start (no group: assigned partitions) until Stop.
-func (c *Cluster) StartConsumer(topic string, partitions int32) *Consumer {
+// their start (no group: assigned partitions) until Stop, with the client
+// options opts (such as an isolation level).
+func (c *Cluster) StartConsumer(topic string, partitions int32, opts ...kgo.Opt) *Consumer {
 	c.t.Helper()
 	assign := map[int32]kgo.Offset{}
 	for p := range partitions {
@@ -278,7 +296,7 @@ func (c *Cluster) StartConsumer(topic string, partitions int32) *Consumer {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	co := &Consumer{
-		cl:     c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign})),
+		cl:     c.Client(append([]kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: assign})}, opts...)...),
 		cancel: cancel,
 		done:   make(chan struct{}),
 	}
@@ -617,6 +635,14 @@ type Nemesis struct {
 	// leader.imbalance.check.interval.seconds (0: no automatic
 	// rebalance), for FaultAutoRebalance.
 	RebalanceInterval time.Duration
+	// TxnTopic is the transactional workload's topic, of TxnPartitions
+	// partitions, and TxnIDs its transactional ids, for
+	// FaultKillTxnCoordinator and FaultKillTxnLeader; "" if none.
+	// WaitHealthy waits for the full ISRs of the topic and of
+	// __transaction_state too.
+	TxnTopic      string
+	TxnPartitions int32
+	TxnIDs        []string
 	// Latency, if set, describes the workload's acknowledgement latencies
 	// between two times (Producer.Latency), for the history of
 	// FaultSlowFollower.
@@ -681,17 +707,32 @@ func (nm *Nemesis) randomBroker() *Node { return nm.c.Nodes[nm.rnd.IntN(len(nm.c
 
 func (nm *Nemesis) inject(kind FaultKind) error {
 	switch kind {
-	case FaultKillLeader, FaultKillRandom, FaultKillController, FaultKillCoordinator:
+	case FaultKillLeader, FaultKillRandom, FaultKillController, FaultKillCoordinator, FaultKillTxnCoordinator, FaultKillTxnLeader:
 		var victim *Node
 		detail := "random broker"
 		switch kind {
-		case FaultKillLeader:
-			p := nm.rnd.Int32N(nm.parts)
-			if st, err := nm.partition(p); err == nil && st.Leader > 0 {
+		case FaultKillLeader, FaultKillTxnLeader:
+			topic, parts := nm.topic, nm.parts
+			if kind == FaultKillTxnLeader && nm.TxnTopic != "" {
+				topic, parts = nm.TxnTopic, nm.TxnPartitions
+			}
+			p := nm.rnd.Int32N(parts)
+			if st, err := nm.c.partitionState(topic, p); err == nil && st.Leader > 0 {
 				victim = nm.c.Node(st.Leader)
-				detail = fmt.Sprintf("leader of %s/%d (epoch %d)", nm.topic, p, st.LeaderEpoch)
+				detail = fmt.Sprintf("leader of %s/%d (epoch %d)", topic, p, st.LeaderEpoch)
 			} else {
-				nm.h.Add("note", kind, 0, "leader of %s/%d unknown (%v), killing a random broker", nm.topic, p, err)
+				nm.h.Add("note", kind, 0, "leader of %s/%d unknown (%v), killing a random broker", topic, p, err)
+			}
+		case FaultKillTxnCoordinator:
+			if len(nm.TxnIDs) == 0 {
+				break
+			}
+			id := nm.TxnIDs[nm.rnd.IntN(len(nm.TxnIDs))]
+			if node, err := nm.c.txnCoordinator(id); err == nil && node > 0 {
+				victim = nm.c.Node(node)
+				detail = "transaction coordinator of " + id
+			} else {
+				nm.h.Add("note", kind, 0, "transaction coordinator of %s unknown (%v), killing a random broker", id, err)
 			}
 		case FaultKillController:
 			if id, err := nm.controller(); err == nil && id > 0 {
@@ -868,9 +909,15 @@ func ids(ns []*Node) []int32 {
 
 // partition asks the brokers in turn for partition p's state.
 func (nm *Nemesis) partition(p int32) (PartitionState, error) {
+	return nm.c.partitionState(nm.topic, p)
+}
+
+// partitionState asks the brokers in turn for topic's partition p's
+// state.
+func (c *Cluster) partitionState(topic string, p int32) (PartitionState, error) {
 	var last error
-	for _, n := range nm.c.Nodes {
-		st, err := n.Partition(nm.topic, p)
+	for _, n := range c.Nodes {
+		st, err := n.Partition(topic, p)
 		if err == nil {
 			return st, nil
 		}
@@ -896,9 +943,10 @@ func (nm *Nemesis) controller() (int32, error) {
 }
 
 // WaitHealthy waits until every broker sees every partition of the
-// workload topic, of the compacted topic (if any) and of
-// __consumer_offsets (once it exists) led and with its full replica set in
-// the ISR, recording the outcome.
+// workload topic, of the compacted topic (if any), of __consumer_offsets
+// (with a group) and of the transactional topic and __transaction_state
+// (with transactions) led and with its full replica set in the ISR,
+// recording the outcome.
 func (nm *Nemesis) WaitHealthy(timeout time.Duration) error {
 	start := time.Now()
 	deadline := start.Add(timeout)
@@ -909,6 +957,12 @@ func (nm *Nemesis) WaitHealthy(timeout time.Duration) error {
 		}
 		if err == nil && nm.Group != "" {
 			err = nm.c.fullISRs(offsetsTopic)
+		}
+		if err == nil && nm.TxnTopic != "" {
+			err = nm.c.fullISRs(nm.TxnTopic)
+			if err == nil {
+				err = nm.c.fullISRs(txnStateTopic)
+			}
 		}
 		if err == nil {
 			nm.h.Add("healthy", "", 0, "every ISR full after %v", time.Since(start).Round(time.Millisecond))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestDockerCampaign runs fault campaigns (one by default, CI-sized): random
@@ -23,14 +24,20 @@ import (
 // etcd only, flapping; a crash that loses log tails; and leadership moved
 // while the brokers stay alive: a preferred-leader election, an automatic
 // rebalance, a controlled shutdown and restart, a slowed follower, a
-// compacted topic's follower stopped through compactions), one at a time,
+// compacted topic's follower stopped through compactions; kills of a
+// transaction coordinator and of a transactional partition's leader), one
+// at a time,
 // each held for a random time and healed, while an idempotent acks=all
 // producer writes unique values to a topic replicated three times
 // (min.insync.replicas=2), a consumer reads along (assigned partitions), a
-// consumer group of two members reads and commits, and a keyed producer
-// writes to a compacted topic. Then it heals, waits for full ISRs, reads
-// everything back and checks (Check, CheckHighWatermarks, CheckGroup,
-// Cluster.CheckReplicas, CheckCompacted, Cluster.CheckCompactedReplicas):
+// consumer group of two members reads and commits, a keyed producer
+// writes to a compacted topic, and two transactional producers run
+// transactions of one to four records on a third topic (RF 3, min ISR 2),
+// one in five aborted on purpose, read along by a read_committed consumer.
+// Then it heals, waits for full ISRs, reads everything back and checks
+// (Check, CheckHighWatermarks, CheckGroup, Cluster.CheckReplicas,
+// CheckCompacted, Cluster.CheckCompactedReplicas, Cluster.WaitStable,
+// CheckTxns):
 //   - every acknowledged value stored exactly once, at its acknowledged
 //     offset; no two values acknowledged at one offset;
 //   - the consumer's offsets strictly increasing per partition, and
@@ -44,7 +51,13 @@ import (
 //   - on the compacted topic, every acknowledged value kept at its offset
 //     unless a later record of its key is kept, none stored twice, and the
 //     ISR members agreeing on every key's latest value below the high
-//     watermark.
+//     watermark;
+//   - on the transactional topic, no transaction left open once the
+//     faults healed (the last stable offset reaches the high watermark);
+//     every committed transaction whole in the read_committed log, exactly
+//     once; no aborted record there or read by the read_committed
+//     consumer; an indeterminate one (a commit without an answer) whole or
+//     absent.
 //
 // Each run writes its history (every injection and heal, what the
 // workloads saw, the checker's report) to a file in SAMSA_CAMPAIGN_OUT
@@ -117,6 +130,10 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 		// compacted is a compacted topic (one partition, small
 		// segments) written with keys, for FaultCompactedFollower.
 		compacted = "campaign-compacted"
+		// txnTopic is written by transactional producers and read
+		// with read_committed (txns.go).
+		txnTopic     = "campaign-txn"
+		txnProducers = 2
 	)
 	began := time.Now()
 	opts := []Option{WithOverrides(CampaignOverrides...)}
@@ -127,6 +144,7 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	c := Start(t, 3, opts...)
 	c.CreateTopic(topic, partitions, 3, rf3)
 	c.CreateTopic(compacted, 1, 3, CompactedTopicConfig)
+	c.CreateTopic(txnTopic, partitions, 3, rf3)
 	t.Logf("3 brokers up (%v, secured: %v), topic %s (%d partitions, RF 3, min.insync.replicas 2) and compacted topic %s ready in %v",
 		CampaignOverrides, secure, topic, partitions, compacted, time.Since(began).Round(time.Millisecond))
 
@@ -135,17 +153,25 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	nm.Group = group
 	nm.Compacted = compacted
 	nm.RebalanceInterval = CampaignRebalanceInterval
+	nm.TxnTopic, nm.TxnPartitions = txnTopic, partitions
 	p := c.StartProducer(topic, 4*time.Millisecond)
 	nm.Latency = p.Latency
 	kp := c.StartKeyedProducer(compacted, 10*time.Millisecond, 64)
 	co := c.StartConsumer(topic, partitions)
 	g := c.StartGroup(topic, group, 2)
-	h.Add("note", "", 0, "producer, keyed producer (%s, 64 keys), consumer and group of 2 started", compacted)
+	tw := c.StartTxnWorkload(txnTopic, partitions, txnProducers, seed)
+	nm.TxnIDs = tw.IDs()
+	tco := c.StartConsumer(txnTopic, partitions, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	h.Add("note", "", 0, "producer, keyed producer (%s, 64 keys), consumer, group of 2, %d transactional producers (%s) and a read_committed consumer started",
+		compacted, txnProducers, txnTopic)
 	p.WaitAcked(t, -1, 200, 30*time.Second)
 	kp.WaitAcked(t, -1, 100, 30*time.Second)
-	// The group created __consumer_offsets; the nemesis waits for its
-	// full ISRs too.
+	tw.WaitCommitted(t, 20, 60*time.Second)
+	// The group created __consumer_offsets and the transactional
+	// producers __transaction_state; the nemesis waits for their full
+	// ISRs too.
 	c.WaitFor(60*time.Second, func() error { return c.fullISRs(offsetsTopic) })
+	c.WaitFor(60*time.Second, func() error { return c.fullISRs(txnStateTopic) })
 	h.Add("note", "", 0, "campaign starts (%d acknowledged so far)", p.Acked(-1))
 
 	// A cluster that does not heal (full ISRs) is a liveness failure
@@ -195,6 +221,8 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	h.Add("note", "", 0, "producer stopped: %d sent, %d acknowledged, %d failed", sent, len(acked), failed)
 	kacked, ksent, kfailed := kp.Stop(t)
 	h.Add("note", "", 0, "keyed producer stopped: %d sent, %d acknowledged, %d failed", ksent, len(kacked), kfailed)
+	txns, txnProblems := tw.Stop()
+	h.Add("note", "", 0, "transactional producers stopped: %s; %d clients made (InitProducerId each) %s", TxnSummary(txns), tw.Clients(), strings.Join(txnProblems, "; "))
 	// Let the consumer and the group catch up with the acknowledged
 	// records (what they miss is reported below).
 	deadline := time.Now().Add(60 * time.Second)
@@ -244,10 +272,37 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	if err := c.CheckCompactedReplicas(compacted, 1, 60*time.Second); err != nil {
 		anomalies = append(anomalies, Anomaly{Check: "compacted-replicas", Detail: err.Error()})
 	}
-	h.Add("note", "", 0, "final log: %d records, compacted topic %d records (%d acknowledged writes); %d anomalies", stored, kstored, len(kacked), len(anomalies))
+	// No transaction may be left open once the faults healed, then the
+	// transactional topic is read with read_committed.
+	tstored := 0
+	if err := c.WaitStable(txnTopic, txnStableTimeout); err != nil {
+		anomalies = append(anomalies, Anomaly{Check: "txn-hanging", At: time.Now(), Detail: err.Error()})
+		tco.Stop()
+	} else {
+		tfinal := c.ReadCommitted(txnTopic, partitions)
+		for _, byOff := range tfinal {
+			tstored += len(byOff)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for tco.Count() < tstored && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+		}
+		treads, terrs, tlast := tco.Stop()
+		h.Add("note", "", 0, "read_committed consumer stopped: %d records read, %d fetch errors (last: %v); final read_committed log %d records", len(treads), terrs, tlast, tstored)
+		anomalies = append(anomalies, CheckTxns(txns, tfinal, treads)...)
+		for _, a := range CheckHighWatermarks(tco.HighWatermarks()) {
+			a.Check = "txn-" + a.Check
+			anomalies = append(anomalies, a)
+		}
+	}
+	if err := c.CheckReplicas(txnTopic, partitions, 60*time.Second); err != nil {
+		anomalies = append(anomalies, Anomaly{Check: "txn-replicas", Detail: err.Error()})
+	}
+	h.Add("note", "", 0, "final log: %d records, compacted topic %d records (%d acknowledged writes), transactional topic %d records read_committed; %d anomalies",
+		stored, kstored, len(kacked), tstored, len(anomalies))
 
-	summary := fmt.Sprintf("seed %d, %v of faults: %s; producer %d sent, %d acknowledged, %d failed; consumer read %d (%d fetch errors); group: %s; final log %d records; keyed producer %d sent, %d acknowledged, %d failed, compacted log %d records; anomalies %d; run took %v",
-		seed, duration, nm.Summary(), sent, len(acked), failed, len(reads), fetchErrs, gh.Summary(), stored, ksent, len(kacked), kfailed, kstored, len(anomalies), time.Since(began).Round(time.Second))
+	summary := fmt.Sprintf("seed %d, %v of faults: %s; producer %d sent, %d acknowledged, %d failed; consumer read %d (%d fetch errors); group: %s; final log %d records; keyed producer %d sent, %d acknowledged, %d failed, compacted log %d records; %s, read_committed log %d records; anomalies %d; run took %v",
+		seed, duration, nm.Summary(), sent, len(acked), failed, len(reads), fetchErrs, gh.Summary(), stored, ksent, len(kacked), kfailed, kstored, TxnSummary(txns), tstored, len(anomalies), time.Since(began).Round(time.Second))
 	for _, n := range c.Nodes {
 		if r := n.Restarts(); r > 0 {
 			summary += fmt.Sprintf("; broker %d restarted by the supervisor %d times", n.ID, r)
@@ -263,14 +318,21 @@ func runCampaign(t *testing.T, seed uint64, duration time.Duration, faults []Fau
 	if err := WriteOps(opsFile, h, acked, p.Failed(), reads, gh, kacked); err != nil {
 		t.Errorf("write the operations: %v", err)
 	}
+	txnsFile := filepath.Join(outDir, fmt.Sprintf("campaign-%d-txns.tsv", seed))
+	if err := WriteTxns(txnsFile, txns); err != nil {
+		t.Errorf("write the transactions: %v", err)
+	}
 	t.Logf("history:\n%s", h)
 	t.Logf("summary: %s", summary)
-	t.Logf("history and report written to %s, every operation to %s", file, opsFile)
+	t.Logf("history and report written to %s, every operation to %s, every transaction to %s", file, opsFile, txnsFile)
 	if len(anomalies) > 0 {
 		t.Errorf("campaign with seed %d failed: %s", seed, report)
 	}
 	if len(acked) == 0 {
 		t.Errorf("no record acknowledged")
+	}
+	if n := countOutcome(txns, TxnCommitted); n == 0 {
+		t.Errorf("no transaction committed")
 	}
 }
 

@@ -236,7 +236,8 @@ func Start(t testing.TB, n int, opts ...Option) *Cluster {
 }
 
 // grantApp gives the app user, as the broker user (a super user), ALL on
-// the cluster, on every topic and on every group.
+// the cluster, on every topic, on every group and on every transactional
+// id.
 func (c *Cluster) grantApp() {
 	c.t.Helper()
 	// Not Client: its options log in as the app, and franz-go uses the
@@ -248,7 +249,7 @@ func (c *Cluster) grantApp() {
 	}
 	defer cl.Close()
 	acls := kadm.NewACLs().Allow("User:" + secureApp).AllowHosts().Operations(kadm.OpAll).
-		Clusters().Topics("*").Groups("*").ResourcePatternType(kadm.ACLPatternLiteral)
+		Clusters().Topics("*").Groups("*").TransactionalIDs("*").ResourcePatternType(kadm.ACLPatternLiteral)
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	res, err := kadm.NewClient(cl).CreateACLs(ctx, acls)

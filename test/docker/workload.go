@@ -245,11 +245,21 @@ func (c *Cluster) ReadAll(topic string) map[int32]map[int64]string {
 			want[o.Partition] = o.Offset
 		}
 	})
+	return c.readUntil(topic, want)
+}
+
+// readUntil reads topic's partitions from their start until it has read a
+// record at or past want[p]-1 on every partition p of want, with the
+// client options opts, and returns the values by offset.
+func (c *Cluster) readUntil(topic string, want map[int32]int64, opts ...kgo.Opt) map[int32]map[int64]string {
+	c.t.Helper()
 	out := map[int32]map[int64]string{}
 	if len(want) == 0 {
 		return out
 	}
-	cl := c.Client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := c.Client(append([]kgo.Opt{kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	next := map[int32]int64{}
 	done := func() bool {
 		for p, end := range want {
