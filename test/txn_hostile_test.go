@@ -71,17 +71,8 @@ func TestTransactionsHostileInput(t *testing.T) {
 	ctx := testContext(t, 60*time.Second)
 	cl := newKgoClient(t, b.Addr)
 	const topic = "txn-hostile"
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
 	id := kmsg.StringPtr("hostile")
-	init := kmsg.NewPtrInitProducerIDRequest()
-	init.TransactionalID, init.TransactionTimeoutMillis = id, 60000
-	ir, err := init.RequestWith(ctx, cl)
-	if err != nil || ir.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %v %+v", err, ir)
-	}
-	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	pid, epoch := txnSetup(t, ctx, cl, topic, 2, *id)
 	// A raw connection sends the versions asked for (franz-go would
 	// negotiate its own): Produce v9 is a transactions v1 producer's.
 	rc := dialBad(t, b.Addr)
@@ -205,4 +196,20 @@ func TestTransactionsHostileInput(t *testing.T) {
 	if got := consumeAll(t, ctx, b.Addr, topic, 2, kgo.ReadCommitted()); len(got) != 2 || got[0] != "v" || got[1] != "v" {
 		t.Fatalf("read_committed after the hostile requests: %q", got)
 	}
+}
+
+// txnSetup creates topic with partitions partitions (RF 1) and initializes
+// transactional id id (timeout 60 s), returning its producer id and epoch.
+func txnSetup(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, partitions int32, id string) (int64, int16) {
+	t.Helper()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v %+v", err, ir)
+	}
+	return ir.ProducerID, ir.ProducerEpoch
 }

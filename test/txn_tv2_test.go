@@ -84,17 +84,8 @@ func TestTxnV2ProduceRightAfterEndTxn(t *testing.T) {
 	ctx := testContext(t, 60*time.Second)
 	cl := newKgoClient(t, b.Addr)
 	const topic = "txn-v2-back-to-back"
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
 	id := kmsg.StringPtr("back-to-back")
-	init := kmsg.NewPtrInitProducerIDRequest()
-	init.TransactionalID, init.TransactionTimeoutMillis = id, 60000
-	ir, err := init.RequestWith(ctx, cl)
-	if err != nil || ir.ErrorCode != 0 {
-		t.Fatalf("InitProducerId: %v %+v", err, ir)
-	}
-	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	pid, epoch := txnSetup(t, ctx, cl, topic, 1, *id)
 	rc := dialBad(t, b.Addr) // the versions asked for: Produce v12, EndTxn v5
 	const n = 8
 	for i := range n {

@@ -21,12 +21,7 @@ import (
 func TestEndTxnV2WithNewProducerIDDuringOverflowMarkers(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	r := h.init("a", -1, -1)
-	pid := r.ProducerID
-	h.c.mu.Lock()
-	h.c.shards[0].txns["a"].epoch = exhaustedEpoch
-	h.c.mu.Unlock()
-	wantCode(t, "add at the last epoch", h.c.AddPartitions(ctx, "a", pid, exhaustedEpoch, []TopicPartition{tp0}, true), 0)
+	pid := h.openAtLastEpoch(t, "a")
 	hold := make(chan struct{})
 	h.mk.mu.Lock()
 	h.mk.hold = hold
@@ -58,12 +53,7 @@ func TestEndTxnV2WithNewProducerIDDuringOverflowMarkers(t *testing.T) {
 func TestTimeoutAbortAtLastEpoch(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	r := h.init("a", -1, -1)
-	pid := r.ProducerID
-	h.c.mu.Lock()
-	h.c.shards[0].txns["a"].epoch = exhaustedEpoch
-	h.c.mu.Unlock()
-	wantCode(t, "add at the last epoch", h.c.AddPartitions(ctx, "a", pid, exhaustedEpoch, []TopicPartition{tp0}, true), 0)
+	pid := h.openAtLastEpoch(t, "a")
 	h.advance(2 * time.Minute) // past the 60 s timeout
 	h.c.Tick()
 	h.waitState("a", StateCompleteAbort)
@@ -159,4 +149,17 @@ func TestOversizedStateRefused(t *testing.T) {
 		t.Fatalf("after the refused add: state %v with %d partitions, want Empty with none", st.state, len(st.partitions))
 	}
 	wantCode(t, "add of one partition", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}, false), 0)
+}
+
+// openAtLastEpoch initializes transactional id id, moves it to the last
+// epoch a producer can hold (as after 32766 v2 transactions) and opens a
+// transaction on tp0; it returns the producer id.
+func (h *harness) openAtLastEpoch(t *testing.T, id string) int64 {
+	t.Helper()
+	pid := h.init(id, -1, -1).ProducerID
+	h.c.mu.Lock()
+	h.c.shards[0].txns[id].epoch = exhaustedEpoch
+	h.c.mu.Unlock()
+	wantCode(t, "add at the last epoch", h.c.AddPartitions(context.Background(), id, pid, exhaustedEpoch, []TopicPartition{tp0}, true), 0)
+	return pid
 }
