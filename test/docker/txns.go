@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -445,12 +447,7 @@ func CheckTxns(txns map[string]Txn, final map[int32]map[int64]string, reads []Re
 			out = append(out, Anomaly{"txn-duplicate", t.At, fmt.Sprintf("%q stored %d times (%v)", v, len(at), at)})
 		}
 	}
-	ids := make([]string, 0, len(txns))
-	for id := range txns {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(txns)) {
 		t := txns[id]
 		n := visible[id]
 		desc := fmt.Sprintf("transaction %s (%s, %d records to partitions %v%s): %d records in the read_committed log",
@@ -499,12 +496,7 @@ func txnOf(v string) (string, bool) {
 func WriteTxns(path string, txns map[string]Txn) error {
 	var b strings.Builder
 	b.WriteString("id\toutcome\tintended_abort\trecords\tpartitions\tat\terror\n")
-	ids := make([]string, 0, len(txns))
-	for id := range txns {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(txns)) {
 		t := txns[id]
 		fmt.Fprintf(&b, "%s\t%s\t%v\t%d\t%v\t%s\t%s\n", id, t.Outcome, t.Intended, t.Records, t.Partitions, t.At.UTC().Format(time.RFC3339Nano), t.Err)
 	}
