@@ -71,11 +71,9 @@ type Log struct {
 	// closedSpans counts the spans of unstable closed by a marker; read
 	// without mu by ForgetReplicatedTxns.
 	closedSpans atomic.Int64
-	// verifying holds, per producer, the token of its latest transaction
-	// verification (BeginVerification) and when it began; verifyTokens
-	// counts tokens.
-	verifying    map[int64]verification
-	verifyTokens uint64
+	// verifying holds, per producer, the token of its pending transaction
+	// verification (BeginVerification) and when it began.
+	verifying map[int64]verification
 	// txnIndexLost: a transaction index failed its checks at Open; the
 	// next producer state load scans from the first segment.
 	txnIndexLost bool

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"slices"
+	"sync/atomic"
 )
 
 // Transactions on the log (see docs/transactions.md): transactional batches
@@ -196,13 +197,24 @@ func (l *Log) BeginVerification(pid int64, epoch int16) (token uint64, needed bo
 			return 0, false, nil
 		}
 	}
-	l.verifyTokens++
+	// Verifications of the producer begun before (a retry on another
+	// connection, two TxnOffsetCommits to one partition) share their
+	// token, as Kafka shares its verification guard: a new token would
+	// void theirs and refuse their batches.
+	if v, ok := l.verifying[pid]; ok && l.nowMs()-v.atMs < verificationExpiryMs {
+		return v.token, true, nil
+	}
 	if l.verifying == nil {
 		l.verifying = map[int64]verification{}
 	}
-	l.verifying[pid] = verification{token: l.verifyTokens, atMs: l.nowMs()}
-	return l.verifyTokens, true, nil
+	token = verifyTokens.Add(1)
+	l.verifying[pid] = verification{token: token, atMs: l.nowMs()}
+	return token, true, nil
 }
+
+// verifyTokens numbers the verifications of every log of the process, so
+// that a token of one log is never one of another.
+var verifyTokens atomic.Uint64
 
 // VerificationCurrent reports whether token, from BeginVerification for
 // producer pid, is still the producer's and valid: no transactional batch

@@ -143,3 +143,60 @@ func TestVerificationsExpire(t *testing.T) {
 		t.Fatalf("AppendVerified with an expired token = %v, want ErrInvalidTxnState", err)
 	}
 }
+
+// TestConcurrentVerificationsOfOneProducer: two verifications of producer 7
+// are begun before either batch is appended (a client's retry on another
+// connection, or two TxnOffsetCommits to one __consumer_offsets
+// partition). Both batches are appended: the second verification does not
+// void the first one's token, as Kafka's verification guard is shared by
+// every request of the producer until a batch or marker of it lands.
+func TestConcurrentVerificationsOfOneProducer(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(OSFS{}, newFakeClock())
+	cfg.ProducerIDExpirationMs = math.MaxInt64
+	l := mustOpen(t, dir, cfg)
+	defer l.Close()
+	first, needed, err := l.BeginVerification(7, 0)
+	if err != nil || !needed {
+		t.Fatalf("first BeginVerification = %d, %v, %v", first, needed, err)
+	}
+	second, needed, err := l.BeginVerification(7, 0)
+	if err != nil || !needed {
+		t.Fatalf("second BeginVerification = %d, %v, %v", second, needed, err)
+	}
+	if _, err := l.AppendVerified(txnBatch(7, 0, 0, 1), 0, first); err != nil {
+		t.Fatalf("AppendVerified with the first verification's token = %v", err)
+	}
+	// The first batch opened the transaction: the second needs no token.
+	if _, err := l.AppendVerified(txnBatch(7, 0, 1, 1), 0, second); err != nil {
+		t.Fatalf("AppendVerified with the second verification's token = %v", err)
+	}
+	if ps, ok := l.Producer(7); !ok || ps.TxnStartOffset != 0 || ps.LastOffset != 1 {
+		t.Errorf("producer 7 = %+v, %v; want its transaction open from offset 0", ps, ok)
+	}
+}
+
+// TestVerificationTokensUniqueAcrossLogs: a token of one log is never a
+// token of another, so a token handed to the wrong log (a partition moved
+// under a request) cannot pass its check.
+func TestVerificationTokensUniqueAcrossLogs(t *testing.T) {
+	cfg := testConfig(OSFS{}, newFakeClock())
+	a := mustOpen(t, t.TempDir(), cfg)
+	defer a.Close()
+	b := mustOpen(t, t.TempDir(), cfg)
+	defer b.Close()
+	ta, _, err := a.BeginVerification(7, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _, err := b.BeginVerification(7, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ta == tb {
+		t.Fatalf("two logs handed out the same token %d", ta)
+	}
+	if _, err := b.AppendVerified(txnBatch(7, 0, 0, 1), 0, ta); !errors.Is(err, ErrInvalidTxnState) {
+		t.Errorf("AppendVerified with another log's token = %v, want ErrInvalidTxnState", err)
+	}
+}
