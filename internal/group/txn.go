@@ -100,8 +100,14 @@ func (c *Coordinator) StartTxnCommitOffsets(req *kmsg.TxnOffsetCommitRequest, to
 	end, err := sh.store.AppendTxn(sh.epoch, req.ProducerID, req.ProducerEpoch, token, recs)
 	if err != nil {
 		code := c.writeCode(sh, err)
-		if code == kerr.RequestTimedOut.Code {
+		switch {
+		case code == kerr.RequestTimedOut.Code:
 			code = kerr.CoordinatorNotAvailable.Code
+		case code == kerr.InvalidTxnState.Code && req.Version >= 4:
+			// The transaction ended after the broker verified it: the
+			// client can abort and go on (KIP-890), as when the
+			// verification itself finds the partition outside it.
+			code = kerr.TransactionAbortable.Code
 		}
 		return answered(setAll(code))
 	}
