@@ -300,6 +300,10 @@ func (l *Log) resetLocked(offset int64) error {
 	l.startOffset, l.recoveryPoint = offset, offset
 	l.epochs, l.epochsDirty = nil, true
 	l.producers = producerStates{}
+	// A verification begun before a truncation belongs to a leadership
+	// that ended: the markers it waited for may be among what was cut or
+	// skipped.
+	l.verifying = nil
 	l.unstable = nil
 	l.closedSpans.Store(0)
 	l.pendingSnaps = nil

@@ -125,7 +125,9 @@ func (l *Log) truncateLocked(offset int64) ([]*segment, error) {
 	}
 	l.pendingSnaps = kept
 	// The files of removed segments are still open; producer state is
-	// rebuilt from the segments that stay.
+	// rebuilt from the segments that stay. Verifications begun before go
+	// (resetLocked).
+	l.verifying = nil
 	if err := l.loadProducersLocked(newLEO); err != nil {
 		return removed, l.failLocked(err)
 	}

@@ -201,7 +201,11 @@ func (l *Log) BeginVerification(pid int64, epoch int16) (token uint64, needed bo
 	// connection, two TxnOffsetCommits to one partition) share their
 	// token, as Kafka shares its verification guard: a new token would
 	// void theirs and refuse their batches.
+	// Its age counts from the latest request, which must not find it
+	// swept right after its own verification.
 	if v, ok := l.verifying[pid]; ok && l.nowMs()-v.atMs < verificationExpiryMs {
+		v.atMs = l.nowMs()
+		l.verifying[pid] = v
 		return v.token, true, nil
 	}
 	if l.verifying == nil {

@@ -200,3 +200,62 @@ func TestVerificationTokensUniqueAcrossLogs(t *testing.T) {
 		t.Errorf("AppendVerified with another log's token = %v, want ErrInvalidTxnState", err)
 	}
 }
+
+// TestTruncationVoidsVerifications: a replica that verified producer 7's
+// batch as leader, then followed and truncated (to a divergence, or fully
+// to a leader's log start past its end, which skips the transaction's
+// marker), must not take the batch with the old token if it leads again:
+// the coordinator may have ended that transaction meanwhile.
+func TestTruncationVoidsVerifications(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		truncate func(l *Log) error
+	}{
+		{"divergence", func(l *Log) error { return l.Truncate(1) }},
+		{"fully", func(l *Log) error { return l.TruncateFullyAndStartAt(10) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(OSFS{}, newFakeClock())
+			cfg.ProducerIDExpirationMs = math.MaxInt64
+			l := mustOpen(t, t.TempDir(), cfg)
+			defer l.Close()
+			mustAppend(t, l, newBatch(2, 10, 1000).encode(), 0) // 0-1
+			token, needed, err := l.BeginVerification(7, 0)
+			if err != nil || !needed {
+				t.Fatalf("BeginVerification = %d, %v, %v", token, needed, err)
+			}
+			if err := tc.truncate(l); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.AppendVerified(txnBatch(7, 0, 0, 1), 0, token); !errors.Is(err, ErrInvalidTxnState) {
+				t.Fatalf("AppendVerified with a token from before the truncation = %v, want ErrInvalidTxnState", err)
+			}
+		})
+	}
+}
+
+// TestReusedVerificationRenewed: a verification shared by a later request
+// counts its age from that request, so that the later request's batch is
+// not refused by an expiry sweep right after its own verification.
+func TestReusedVerificationRenewed(t *testing.T) {
+	clock := newFakeClock()
+	cfg := testConfig(OSFS{}, clock)
+	cfg.ProducerIDExpirationMs = math.MaxInt64
+	l := mustOpen(t, t.TempDir(), cfg)
+	defer l.Close()
+	if _, _, err := l.BeginVerification(7, 0); err != nil { // a request that gave up
+		t.Fatal(err)
+	}
+	clock.Advance(verificationExpiryMs*time.Millisecond - time.Second)
+	token, needed, err := l.BeginVerification(7, 0)
+	if err != nil || !needed {
+		t.Fatalf("BeginVerification = %d, %v, %v", token, needed, err)
+	}
+	clock.Advance(2 * time.Second)
+	if _, err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendVerified(txnBatch(7, 0, 0, 1), 0, token); err != nil {
+		t.Fatalf("AppendVerified 2 s after its verification = %v", err)
+	}
+}
