@@ -79,7 +79,9 @@ func PlanElection(s *coord.Snapshot, kind ElectionKind, topic string, partition 
 		}
 		for _, r := range replicas {
 			if alive(r) {
-				return change(r, []int32{r}, "unclean leader election (requested)")
+				c, err := change(r, []int32{r}, "unclean leader election (requested)")
+				c.Unclean = true
+				return c, err
 			}
 		}
 		return Change{}, ErrEligibleLeadersNotAvailable

@@ -59,6 +59,8 @@ type Change struct {
 	ModRevision int64
 	// Reason says why, for the log.
 	Reason string
+	// Unclean: the new leader comes from outside the ISR.
+	Unclean bool
 }
 
 // Plan returns the partition state changes that the metadata in s calls
@@ -130,7 +132,9 @@ func planPartition(vp coord.VersionedPartition, replicas []int32, isEligible, ke
 		for _, r := range replicas {
 			if isEligible(r) {
 				next.Leader, next.LeaderEpoch, next.ISR = r, cur.LeaderEpoch+1, []int32{r}
-				return change("unclean leader election")
+				c, ok := change("unclean leader election")
+				c.Unclean = true
+				return c, ok
 			}
 		}
 	}

@@ -26,6 +26,9 @@ type Config struct {
 	AutoRebalance     bool
 	RebalanceInterval time.Duration
 	ImbalancePercent  int
+	// OnUncleanElection, if set, is told of every unclean leader election
+	// this controller stores (metrics).
+	OnUncleanElection func(topic string, partition int32)
 	Logger            *slog.Logger
 }
 
@@ -172,6 +175,9 @@ func (c *Controller) write(ctx context.Context, epoch int64, ch Change) error {
 	if err == nil {
 		c.log.Info(ch.Reason, "topic", ch.State.Topic, "partition", ch.State.Partition,
 			"leader", ch.State.Leader, "leader_epoch", ch.State.LeaderEpoch, "isr", ch.State.ISR)
+		if ch.Unclean && c.cfg.OnUncleanElection != nil {
+			c.cfg.OnUncleanElection(ch.State.Topic, ch.State.Partition)
+		}
 	}
 	return err
 }

@@ -51,6 +51,9 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives recovery and retention events; default slog.Default().
 	Logger *slog.Logger
+	// OnFlush, if set, is told how long each flush round's writes to the
+	// device (fsyncs and checkpoints) took, for metrics; it must be quick.
+	OnFlush func(time.Duration)
 }
 
 // Kafka's defaults, except FlushMessages: samsa acknowledges only fsync'd

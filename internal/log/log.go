@@ -743,9 +743,14 @@ func (l *Log) flushRoundLocked(closing bool) error {
 	startOffset, writeStart := l.startOffset, l.startOffsetDirty
 	snaps := l.pendingSnaps
 	l.dirDirty, l.epochsDirty, l.startOffsetDirty, l.pendingSnaps, l.checkpointDue = false, false, false, nil, false
+	onFlush := l.cfg.OnFlush
 	l.mu.Unlock()
 
+	began := time.Now()
 	err := l.syncAndCheckpoint(files, syncDir, snaps, epochs, writeStart, startOffset, checkpoint, upTo)
+	if onFlush != nil && err == nil {
+		onFlush(time.Since(began))
+	}
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -68,6 +68,9 @@ type pending struct {
 	// the response's Later returned; the reader reads nothing more
 	// until then.
 	resolved chan struct{}
+	// received and handled are when the request's frame was read and
+	// when its handler returned (Config.Observer).
+	received, handled time.Time
 }
 
 // held is what one request holds of the server's memory budget: its frame
@@ -325,6 +328,10 @@ func (c *conn) readLoop() {
 			c.shutdown()
 			return
 		}
+		var received time.Time
+		if c.s.cfg.Observer != nil {
+			received = time.Now()
+		}
 		req, err := dec.decode(frame)
 		if err != nil {
 			c.log.Debug("protocol: closing connection", "err", err)
@@ -349,7 +356,10 @@ func (c *conn) readLoop() {
 			// The produce's records were copied to the log (Handler).
 			putFrameBuffer(pooled)
 		}
-		p := pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, resp: resp, held: h}
+		p := pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, resp: resp, held: h, received: received}
+		if !received.IsZero() {
+			p.handled = time.Now()
+		}
 		if resp.Later != nil && bulk {
 			// A produce waiting for its followers, whose fetches may
 			// be large frames waiting for room (Budget.parked).
@@ -374,6 +384,7 @@ func (c *conn) readLoop() {
 			if !ok {
 				return
 			}
+			c.observe(&p, resp.Body, time.Time{})
 			p.frame, p.parts, p.resp.Body = enc, parts, nil
 			c.s.budget.Charge(int64(len(enc)))
 			c.take(int64(len(enc)))
@@ -888,10 +899,38 @@ func (c *conn) encode(buf []byte, p *pending) (out []byte, parts []RawPart, ok b
 			return buf, nil, false
 		}
 	}
+	var ready time.Time
+	if !p.handled.IsZero() && p.resp.Later != nil {
+		ready = time.Now()
+	}
 	if p.resp.NoResponse {
+		c.observe(p, nil, ready)
 		return buf, nil, true
 	}
-	return c.appendBody(buf, p, body)
+	out, parts, ok = c.appendBody(buf, p, body)
+	if ok {
+		c.observe(p, body, ready)
+	}
+	return out, parts, ok
+}
+
+// observe tells the server's Observer of p, answered with body (encoded
+// now); ready is when its Later returned (zero: it had none).
+func (c *conn) observe(p *pending, body kmsg.Response, ready time.Time) {
+	o := c.s.cfg.Observer
+	if o == nil || p.received.IsZero() {
+		return
+	}
+	now := time.Now()
+	d := RequestDone{Key: p.key, Version: p.version, Listener: c.info.Listener,
+		Local: p.handled.Sub(p.received), Total: now.Sub(p.received), Body: body}
+	if !ready.IsZero() {
+		d.Remote = ready.Sub(p.handled)
+	}
+	if _, raw := body.(*RawResponse); raw {
+		d.Body = nil
+	}
+	o.RequestDone(d)
 }
 
 // appendBody appends the frame of p's response body to buf, and returns

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Defaults for zero Config fields, Kafka's where Kafka has one.
@@ -109,6 +111,29 @@ type Config struct {
 	// Logger receives connection errors (debug for client misbehaviour,
 	// error for handler panics and bugs). Nil discards.
 	Logger *slog.Logger
+	// Observer, if set, is told of every request answered (metrics).
+	Observer Observer
+}
+
+// Observer is told of every request the server answers, on the
+// connection's goroutines: it must be quick and safe for concurrent use.
+type Observer interface {
+	RequestDone(d RequestDone)
+}
+
+// RequestDone describes one answered request. Its times run from the
+// moment its frame was read: Local until the handler returned, Remote
+// from then until a waiting response (Response.Later: acks=all, a long
+// poll, a rebalance) was ready, zero for the others, and Total until the
+// response was encoded for writing (the socket write is not counted).
+type RequestDone struct {
+	Key, Version         int16
+	Listener             string
+	Local, Remote, Total time.Duration
+	// Body is the response, nil when none is sent (acks=0) or it is a
+	// RawResponse (a Fetch served from the log files). The observer must
+	// not keep or modify it.
+	Body kmsg.Response
 }
 
 func (c Config) withDefaults() Config {

@@ -226,3 +226,48 @@ func (p *Partition) ReadForFollower(offset int64, maxBytes int) (klog.Records, e
 	}
 	return p.log.Slice(offset, p.log.EndOffset(), maxBytes, true)
 }
+
+// Status is a snapshot of a replica, for metrics and health views.
+type Status struct {
+	Role        Role
+	Leader      int32
+	LeaderEpoch int32
+	// ISR is the stored in-sync replica set (as this replica knows it).
+	ISR []int32
+	// MinInsyncReplicas is the leader's min.insync.replicas; 0 when not
+	// leading.
+	MinInsyncReplicas int32
+	HighWatermark     int64
+	// Followers are the leader's views of its followers (none when not
+	// leading), in the order of the assignment.
+	Followers []FollowerStatus
+}
+
+// FollowerStatus is the leader's view of one follower in this epoch.
+type FollowerStatus struct {
+	ID int32
+	// LogEnd is its durable log end offset as of its last fetch, -1 if
+	// it has not fetched in this epoch.
+	LogEnd int64
+	// LastFetch is when it last fetched (zero: not in this epoch), and
+	// LastCaughtUp the last time it had everything the leader had.
+	LastFetch, LastCaughtUp time.Time
+}
+
+// Status returns a snapshot of the replica.
+func (p *Partition) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := Status{Role: p.role, Leader: p.leader, LeaderEpoch: p.leaderEpoch.Load(),
+		ISR: slices.Clone(p.isr), HighWatermark: p.highWatermark.Load()}
+	if p.role != RoleLeader {
+		return st
+	}
+	st.MinInsyncReplicas = p.cfg.MinInsyncReplicas
+	for _, r := range p.cfg.Replicas {
+		if f := p.followers[r]; f != nil {
+			st.Followers = append(st.Followers, FollowerStatus{ID: r, LogEnd: f.leo, LastFetch: f.lastFetch, LastCaughtUp: f.lastCaughtUp})
+		}
+	}
+	return st
+}
