@@ -31,7 +31,10 @@ func TestPackageLayering(t *testing.T) {
 		"internal/broker":     {"internal/auth", "internal/controller", "internal/coord", "internal/group", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica", "internal/txn"},
 		// The client commands read Kafka's client security settings
 		// (PEM stores, JAAS) with the broker's own stateless parsers.
-		"cmd/samsa": {"internal/auth", "internal/broker"},
+		"cmd/samsa": {"internal/auth", "internal/broker", "internal/metrics"},
+		// The metrics read the broker's read-only Status, as the
+		// console does; the broker never imports them.
+		"internal/metrics": {"internal/broker", "internal/protocol"},
 	}
 	stdlibOnly := map[string]bool{"internal/meta": true, "internal/log": true}
 	// Only coord may use etcd; Kafka message types stay out of the storage,
@@ -39,7 +42,8 @@ func TestPackageLayering(t *testing.T) {
 	// commands use them).
 	external := map[string][]string{
 		"go.etcd.io/etcd/":                  {"internal/coord"},
-		"github.com/twmb/franz-go/pkg/kmsg": {"internal/protocol", "internal/group", "internal/txn", "internal/broker", "cmd/samsa"},
+		"github.com/twmb/franz-go/pkg/kmsg": {"internal/protocol", "internal/group", "internal/txn", "internal/broker", "internal/metrics", "cmd/samsa"},
+		"github.com/prometheus/":            {"internal/metrics", "cmd/samsa"},
 	}
 
 	out, err := exec.Command("go", "list", "-json", "../...").Output()

@@ -119,10 +119,10 @@ func procFreePort(t testing.TB) int {
 }
 
 // procPorts are the three ports a child server binds.
-type procPorts struct{ kafka, etcdClient, etcdPeer int }
+type procPorts struct{ kafka, etcdClient, etcdPeer, metrics int }
 
 func newProcPorts(t testing.TB) procPorts {
-	return procPorts{procFreePort(t), procFreePort(t), procFreePort(t)}
+	return procPorts{procFreePort(t), procFreePort(t), procFreePort(t), procFreePort(t)}
 }
 
 // Proc is a `samsa server` child process.
@@ -131,6 +131,8 @@ type Proc struct {
 	DataDir string
 	// Addr is the Kafka listener, 127.0.0.1:port.
 	Addr string
+	// MetricsURL is the metrics listener's base URL (http://127.0.0.1:port).
+	MetricsURL string
 	// Overrides are the extra --override name=value settings.
 	Overrides []string
 
@@ -213,11 +215,13 @@ func (p *Proc) startOnce(t testing.TB, bin string) error {
 	}
 	defer stderr.Close() // the child has its own descriptor
 	p.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p.ports.kafka))
+	p.MetricsURL = fmt.Sprintf("http://127.0.0.1:%d", p.ports.metrics)
 	args := []string{"server",
 		"--data-dir", p.DataDir,
 		"--listeners", "PLAINTEXT://" + p.Addr,
 		"--override", fmt.Sprintf("metadata.etcd.client.url=http://127.0.0.1:%d", p.ports.etcdClient),
 		"--override", fmt.Sprintf("metadata.etcd.peer.url=http://127.0.0.1:%d", p.ports.etcdPeer),
+		"--override", "metrics.listener=" + p.MetricsURL,
 	}
 	for _, o := range p.Overrides {
 		args = append(args, "--override", o)

@@ -321,6 +321,7 @@ func TestE2EServerRunAndCancel(t *testing.T) {
 		args := []string{"server", "--data-dir", dataDir, "--listeners", "PLAINTEXT://" + addr,
 			"--override", "metadata.etcd.client.url=http://127.0.0.1:0",
 			"--override", "metadata.etcd.peer.url=http://127.0.0.1:0",
+			"--override", "metrics.listener=http://127.0.0.1:0",
 			"--log-level", "error"}
 		done = make(chan error, 1)
 		go func() { done <- run(serverCtx, args, strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}) }()

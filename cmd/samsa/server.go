@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/samsa-io/samsa/internal/broker"
+	"github.com/samsa-io/samsa/internal/metrics"
 )
 
 func init() { extraCommands = append(extraCommands, newServerCmd) }
@@ -26,6 +28,7 @@ type serverOptions struct {
 	dataDir             string
 	metadataEndpoints   string
 	logLevel            string
+	logFormat           string
 	addScram            []string
 }
 
@@ -43,7 +46,7 @@ func newServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return broker.Run(cmd.Context(), cfg)
+			return runServer(cmd.Context(), cfg)
 		},
 	}
 	f := cmd.Flags()
@@ -55,6 +58,7 @@ func newServerCmd() *cobra.Command {
 	f.StringVar(&o.dataDir, "data-dir", "samsa-data", "log.dirs: partition logs and the embedded etcd's data")
 	f.StringVar(&o.metadataEndpoints, "metadata-endpoints", "", "external etcd client URLs (comma-separated); empty: embedded etcd")
 	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.StringVar(&o.logFormat, "log-format", "text", "text or json (log/slog's handlers)")
 	f.StringArrayVar(&o.addScram, "add-scram", nil, "a SCRAM credential to create at start if absent, as kafka-storage format --add-scram: 'SCRAM-SHA-256=[name=admin,password=admin-secret]' (repeatable)")
 	return cmd
 }
@@ -63,6 +67,7 @@ func newServerCmd() *cobra.Command {
 // explicitly set flags, then overrides.
 func (o *serverOptions) config(cmd *cobra.Command, logTo io.Writer) (broker.Config, error) {
 	cfg := broker.DefaultConfig()
+	cfg.MetricsListener = broker.DefaultMetricsListener
 	if o.configFile != "" {
 		if err := cfg.LoadPropertiesFile(o.configFile); err != nil {
 			return cfg, fmt.Errorf("%s: %w", o.configFile, err)
@@ -102,6 +107,31 @@ func (o *serverOptions) config(cmd *cobra.Command, logTo io.Writer) (broker.Conf
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return cfg, fmt.Errorf("--log-level: %w", err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		cfg.Logger = slog.New(slog.NewTextHandler(logTo, opts))
+	case "json":
+		cfg.Logger = slog.New(slog.NewJSONHandler(logTo, opts))
+	default:
+		return cfg, fmt.Errorf("--log-format %q: want text or json", o.logFormat)
+	}
 	return cfg, nil
+}
+
+// runServer runs the broker with its metrics: the HTTP listener of
+// metrics.listener (/metrics, /healthz, /readyz) serves from before the
+// broker starts (/readyz says 503 until it serves) until it has stopped.
+func runServer(ctx context.Context, cfg broker.Config) error {
+	cfg.Current = &broker.Current{}
+	m := metrics.New(cfg.Current)
+	cfg.Observer = m
+	if cfg.MetricsListener != "" {
+		stop, err := metrics.Serve(cfg.MetricsListener, m.Handler(), cfg.Logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	return broker.Run(ctx, cfg)
 }

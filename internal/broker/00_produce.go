@@ -102,7 +102,7 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 				code = v.code
 			}
 			if code == 0 {
-				info, err := b.appendProduced(lp, p.Records, r.Version, v)
+				info, dup, err := b.appendProduced(lp, p.Records, r.Version, v)
 				if err != nil {
 					code = errorCode(err)
 					if code == kerr.UnknownServerError.Code {
@@ -111,6 +111,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 				} else {
 					rp.BaseOffset, rp.LogStartOffset = info.FirstOffset, info.LogStartOffset
 					pending = append(pending, appended{lp, rp, info.LeaderEpoch, info.LastOffset + 1})
+					if !dup {
+						b.observer().RecordsIn(t.Topic, int64(len(p.Records)), info.LastOffset-info.FirstOffset+1)
+					}
 				}
 			}
 			if code != 0 {
@@ -138,6 +141,8 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 		return reply(resp)
 	}
 	return protocol.Response{Later: func() kmsg.Response {
+		b.waitingProduces.Add(1)
+		defer b.waitingProduces.Add(-1)
 		wctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)
 		defer cancel()
 		// Sync the partitions' logs together first: one after another,
@@ -178,8 +183,10 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 }
 
 // appendProduced validates and appends one partition's records;
-// transactional ones verified as verifyProduce found.
-func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, v produceVerification) (replica.Appended, error) {
+// transactional ones verified as verifyProduce found. dup: they were
+// appended before (an idempotent producer's retry), and info is that
+// append's.
+func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, v produceVerification) (info replica.Appended, dup bool, err error) {
 	st := lp.settings.Load()
 	res, err := records.Validate(recs, records.Limits{
 		MaxMessageBytes:        st.maxMessageBytes,
@@ -191,20 +198,20 @@ func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, 
 		Memory:                 b.server.Budget(),
 	})
 	if err != nil {
-		return replica.Appended{}, err
+		return replica.Appended{}, false, err
 	}
 	if res.Compression == compressionZstd && version < 7 {
 		// Kafka accepts zstd only from Produce v7 (KIP-110).
-		return replica.Appended{}, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
+		return replica.Appended{}, false, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
 	}
 	appendFn := lp.AppendAsLeader
 	if !v.unverified {
 		appendFn = func(b []byte) (replica.Appended, error) { return lp.AppendTxnAsLeader(b, v.token) }
 	}
-	info, err := appendFn(recs)
+	info, err = appendFn(recs)
 	if errors.Is(err, klog.ErrDuplicateSequence) {
 		// Already appended: answer with the original offsets.
-		return info, nil
+		return info, true, nil
 	}
-	return info, err
+	return info, false, err
 }

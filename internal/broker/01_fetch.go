@@ -107,12 +107,17 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		return reply(resp)
 	}
 	fa := b.fetchAuthz(req)
-	resp, n, done, parts := b.fetchOnce(r, fa)
+	// sent counts the records of the response that is sent (metrics).
+	sent := func(resp *protocol.RawResponse, perTopic []int64) *protocol.RawResponse {
+		b.observeFetched(r, perTopic)
+		return resp
+	}
+	resp, n, done, parts, perTopic := b.fetchOnce(r, fa)
 	// MinBytes beyond what the fetch may return could never be met: the
 	// fetch returns once it has all it may return.
 	minBytes := min(int(r.MinBytes), b.fetchMaxBytes(r))
 	if done || n >= minBytes || r.MaxWaitMillis <= 0 || len(parts) == 0 {
-		return reply(resp)
+		return reply(sent(resp, perTopic))
 	}
 	// A parked fetch holds no records: what was found is dropped and
 	// the partitions are read again when the wait ends (as Kafka's fetch
@@ -144,8 +149,8 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		if ctx.Err() != nil {
 			return r.ResponseKind() // not written: the connection is closing
 		}
-		if resp, n, done, _ := b.fetchOnce(r, fa); done || n >= minBytes {
-			return resp
+		if resp, n, done, _, perTopic := b.fetchOnce(r, fa); done || n >= minBytes {
+			return sent(resp, perTopic)
 		}
 		timer := time.NewTimer(time.Until(deadline))
 		defer timer.Stop()
@@ -155,11 +160,11 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 				// Not written: the connection is closing.
 				return r.ResponseKind()
 			case <-timer.C:
-				resp, _, _, _ := b.fetchOnce(r, fa)
-				return resp
+				resp, _, _, _, perTopic := b.fetchOnce(r, fa)
+				return sent(resp, perTopic)
 			case <-w.C:
-				if resp, n, done, _ := b.fetchOnce(r, fa); done || n >= minBytes {
-					return resp
+				if resp, n, done, _, perTopic := b.fetchOnce(r, fa); done || n >= minBytes {
+					return sent(resp, perTopic)
 				}
 			}
 		}
@@ -176,13 +181,15 @@ func (b *Broker) ParkedFetches() int64 { return b.parkedFetches.Load() }
 
 // fetchOnce reads every requested partition once. It returns the response,
 // the record bytes in it, whether it must be sent now (a partition has an
-// error), and the partitions read (to wait on). The response's records are
+// error), the partitions read (to wait on), and the record bytes of each
+// requested topic. The response's records are
 // ranges of the segment files (klog.Records), sent from there by the
 // connection's writer (sendfile) and never held in memory: unlike other
 // responses, a fetch takes nothing from the memory budget for them.
-func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawResponse, int, bool, []*localPartition) {
+func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawResponse, int, bool, []*localPartition, []int64) {
 	resp := r.ResponseKind().(*kmsg.FetchResponse)
 	recs := make(fetchRecords, len(r.Topics))
+	perTopic := make([]int64, len(r.Topics))
 	total := 0
 	maxBytes := b.fetchMaxBytes(r)
 	hasError := false
@@ -289,6 +296,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 					} else {
 						recs[ti][i] = data
 						total += int(data.Len())
+						perTopic[ti] += data.Len()
 					}
 				}
 			}
@@ -299,7 +307,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return rawFetchResponse(resp, recs), total, hasError, parts
+	return rawFetchResponse(resp, recs), total, hasError, parts, perTopic
 }
 
 // abortedTransactions converts the log's aborted transactions for a Fetch

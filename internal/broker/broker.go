@@ -79,8 +79,11 @@ type Broker struct {
 	peers *peerClients
 	// aclIndex is the authorization index of the current ACLs (acl.go).
 	aclIndex aclIndex
-	// parkedFetches counts long-poll fetches waiting for data.
-	parkedFetches atomic.Int64
+	// parkedFetches counts long-poll fetches waiting for data, and
+	// waitingProduces the produces waiting for their records to be
+	// replicated or synced (Kafka's fetch and produce purgatories).
+	parkedFetches   atomic.Int64
+	waitingProduces atomic.Int64
 
 	// cancel stops the background goroutines, which wg waits for.
 	cancel context.CancelFunc
@@ -404,6 +407,7 @@ func (b *Broker) start(ctx context.Context) error {
 		AutoRebalance:     b.cfg.AutoLeaderRebalance,
 		RebalanceInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ImbalancePercent:  b.cfg.LeaderImbalancePercent,
+		OnUncleanElection: b.observer().UncleanElection,
 		Logger:            b.logger,
 	})
 	go func() {
@@ -433,6 +437,7 @@ func (b *Broker) start(ctx context.Context) error {
 	}
 	b.logger.Info("broker started", "cluster", b.clusterID, "listeners", b.Addrs(),
 		"advertised", net.JoinHostPort(b.advertised.Host, strconv.Itoa(int(b.advertised.Port))))
+	b.cfg.Current.set(b)
 	return nil
 }
 
@@ -532,6 +537,7 @@ func (b *Broker) RequestBudget() *protocol.Budget { return b.server.Budget() }
 // writes the clean-shutdown marker. It is safe to call more than once.
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
+		b.cfg.Current.clear(b)
 		var errs []error
 		var logsErr error
 		if b.partitions != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -205,6 +206,19 @@ type Config struct {
 
 	// Logger receives the broker's structured logs.
 	Logger *slog.Logger
+	// Observer is told of requests, appends, fetches, ISR changes and
+	// flushes, for metrics (observe.go); nil observes nothing. No setting
+	// names it: samsa server wires internal/metrics.
+	Observer Observer
+	// Current, if set, holds the incarnation Run serves with (nil between
+	// incarnations), for read-only views: metrics, health, the console.
+	Current *Current
+	// MetricsListener is metrics.listener: the URL (http://HOST:PORT) of
+	// the HTTP listener of /metrics, /healthz and /readyz; "" for none.
+	// DefaultConfig has none; samsa server defaults it to
+	// DefaultMetricsListener. The broker only carries it: samsa server
+	// serves it.
+	MetricsListener string
 
 	// LogFS is for tests only: the file system the partition logs do
 	// their I/O through (nil: the operating system's), so a test can wrap
@@ -341,6 +355,14 @@ func (c *Config) Set(key, value string) error {
 			return bad(fmt.Errorf("want true or false"))
 		}
 		c.AllowEveryoneIfNoACL = v
+	case "metrics.listener":
+		if value != "" {
+			u, err := url.Parse(value)
+			if err != nil || u.Scheme != "http" || u.Host == "" || u.Path != "" && u.Path != "/" {
+				return bad(fmt.Errorf("want http://HOST:PORT, or empty for none"))
+			}
+		}
+		c.MetricsListener = value
 	case "broker.rack":
 		c.Rack = value
 	case "log.dirs", "log.dir":
@@ -818,5 +840,6 @@ func (c *Config) protocolConfig(logger *slog.Logger) protocol.Config {
 		QueuedMaxBytes:               c.QueuedMaxRequestBytes,
 		MaxQueuedBytesPerConnection:  c.QueuedMaxConnectionBytes,
 		Logger:                       logger,
+		Observer:                     c.Observer,
 	}
 }

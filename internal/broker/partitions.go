@@ -373,6 +373,9 @@ func (m *partitionManager) logConfig(s topicSettings) klog.Config {
 	c.FlushMs = s.flushMs
 	c.ProducerIDExpirationMs = m.b.cfg.ProducerIDExpiration.Milliseconds()
 	c.Logger = m.b.logger
+	if m.b.cfg.Observer != nil {
+		c.OnFlush = m.b.cfg.Observer.LogFlushed
+	}
 	if m.b.cfg.LogFS != nil {
 		c.FS = m.b.cfg.LogFS
 	}

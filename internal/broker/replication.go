@@ -520,6 +520,9 @@ func (u *isrUpdater) store(ctx context.Context, lp *localPartition) (base int32,
 		return base, err
 	}
 	u.b.logger.Info("ISR changed", "topic", lp.Topic, "partition", lp.Index, "epoch", prop.LeaderEpoch, "from", vp.ISR, "to", prop.ISR)
+	shrink := slices.ContainsFunc(vp.ISR, func(r int32) bool { return !slices.Contains(prop.ISR, r) })
+	expand := slices.ContainsFunc(prop.ISR, func(r int32) bool { return !slices.Contains(vp.ISR, r) })
+	u.b.observer().ISRChanged(lp.Topic, lp.Index, shrink, expand)
 	return base, nil
 }
 

@@ -26,6 +26,7 @@ go build -o "$work/samsa" ./cmd/samsa
 	--listeners "PLAINTEXT://127.0.0.1:$port" \
 	--override metadata.etcd.client.url=http://127.0.0.1:0 \
 	--override metadata.etcd.peer.url=http://127.0.0.1:0 \
+	--override metrics.listener=http://127.0.0.1:0 \
 	>"$work/broker.log" 2>&1 &
 pids+=($!)
 compat_wait_port "$port" "${pids[-1]}" "$work/broker.log"

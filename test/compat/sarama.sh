@@ -56,6 +56,7 @@ start_broker() {
 	"$work/samsa" server --node-id "$n" --data-dir "$work/data$n" \
 		--listeners "PLAINTEXT://127.0.0.1:2909$n" \
 		--override "broker.rack=$n" \
+		--override "metrics.listener=http://127.0.0.1:2969$n" \
 		--override default.replication.factor=2 \
 		--override offsets.topic.replication.factor=2 \
 		--override auto.create.topics.enable=false \

@@ -269,6 +269,7 @@ func startSamsaAt(ctx context.Context, bin, dir string, ports []int) (*running, 
 			"--override", fmt.Sprintf("metadata.etcd.client.url=http://127.0.0.1:%d", ports[3*i+1]),
 			"--override", fmt.Sprintf("metadata.etcd.peer.url=http://127.0.0.1:%d", ports[3*i+2]),
 			"--override", "metadata.etcd.initial.cluster=" + strings.Join(members, ","),
+			"--override", "metrics.listener=http://127.0.0.1:0",
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			r.stop()
