@@ -387,7 +387,10 @@ func (f *fetcher) handle(lp *localPartition, epoch int32, rp *kmsg.FetchResponse
 		}
 		return err
 	}
-	return lp.AppendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark)
+	if err := lp.AppendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark); err != nil {
+		return err
+	}
+	return lp.FollowLogStart(epoch, rp.LogStartOffset)
 }
 
 // isrUpdater stores the ISR changes leaders propose, one at a time, as

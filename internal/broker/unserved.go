@@ -70,10 +70,6 @@ type unservedAPI struct {
 	// filled from when their names differ; a dotted path flattens nested
 	// arrays ("Dirs.Topics").
 	from map[string][]string
-	// placeholder names a response array that gets one element (with the
-	// error) even though the request has nothing to mirror into it:
-	// DescribeLogDirs before v3 has no top-level error code.
-	placeholder string
 }
 
 var (
@@ -104,10 +100,8 @@ var unserved = map[int16]unservedAPI{
 	// Transactions (issue 13).
 
 	// Operations (issue 14).
-	21: {kafkaMin: 0, kafkaMax: 2, code: unsupported, issue: issueOperations},                      // DeleteRecords
-	35: {kafkaMin: 1, kafkaMax: 5, code: unsupported, issue: issueOperations, placeholder: "Dirs"}, // DescribeLogDirs
-	48: {kafkaMin: 0, kafkaMax: 1, code: unsupported, issue: issueOperations},                      // DescribeClientQuotas
-	49: {kafkaMin: 0, kafkaMax: 1, code: unsupported, issue: issueOperations},                      // AlterClientQuotas
+	48: {kafkaMin: 0, kafkaMax: 1, code: unsupported, issue: issueOperations}, // DescribeClientQuotas
+	49: {kafkaMin: 0, kafkaMax: 1, code: unsupported, issue: issueOperations}, // AlterClientQuotas
 
 	// Not planned by any issue yet.
 	34: {kafkaMin: 1, kafkaMax: 2, code: unsupported, from: fromField("Topics", "Dirs.Topics")},     // AlterReplicaLogDirs
@@ -186,11 +180,6 @@ func unservedResponse(req kmsg.Request, u unservedAPI) kmsg.Response {
 	resp.SetVersion(req.GetVersion())
 	dst := reflect.ValueOf(resp).Elem()
 	mirrorArrays(reflect.ValueOf(req).Elem(), dst, u.from, false)
-	if u.placeholder != "" {
-		if f := dst.FieldByName(u.placeholder); f.IsValid() && f.Kind() == reflect.Slice && f.Len() == 0 {
-			f.Set(reflect.Append(f, newElement(f.Type().Elem())))
-		}
-	}
 	setErrors(dst, u.code, unservedMessage(req.Key(), u))
 	return resp
 }

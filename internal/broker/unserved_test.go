@@ -71,13 +71,16 @@ func TestUnservedMirrors(t *testing.T) {
 		req     kmsg.Request
 		want    kmsg.Response
 	}{{
-		name: "DeleteRecords", version: 2,
-		req: &kmsg.DeleteRecordsRequest{Topics: []kmsg.DeleteRecordsRequestTopic{
-			{Topic: "a", Partitions: []kmsg.DeleteRecordsRequestTopicPartition{{Partition: 0, Offset: 5}, {Partition: 3, Offset: 7}}},
+		name: "AlterPartitionReassignments", version: 0,
+		req: &kmsg.AlterPartitionAssignmentsRequest{Topics: []kmsg.AlterPartitionAssignmentsRequestTopic{
+			{Topic: "a", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0}, {Partition: 3}}},
 		}},
-		want: &kmsg.DeleteRecordsResponse{Topics: []kmsg.DeleteRecordsResponseTopic{
-			{Topic: "a", Partitions: []kmsg.DeleteRecordsResponseTopicPartition{{Partition: 0, ErrorCode: 35}, {Partition: 3, ErrorCode: 35}}},
-		}},
+		want: &kmsg.AlterPartitionAssignmentsResponse{ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterPartitionAssignments"),
+			Topics: []kmsg.AlterPartitionAssignmentsResponseTopic{
+				{Topic: "a", Partitions: []kmsg.AlterPartitionAssignmentsResponseTopicPartition{
+					{Partition: 0, ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterPartitionAssignments")},
+					{Partition: 3, ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterPartitionAssignments")}}},
+			}},
 	}, {
 		name: "AlterReplicaLogDirs flattens the dirs", version: 1,
 		req: &kmsg.AlterReplicaLogDirsRequest{Dirs: []kmsg.AlterReplicaLogDirsRequestDir{
@@ -110,10 +113,6 @@ func TestUnservedMirrors(t *testing.T) {
 		want: &kmsg.DescribeTopicPartitionsResponse{Topics: []kmsg.DescribeTopicPartitionsResponseTopic{
 			{Topic: str("t"), ErrorCode: 35, AuthorizedOperations: math.MinInt32},
 		}},
-	}, {
-		name: "DescribeLogDirs before v3 has its error on a dir", version: 1,
-		req:  &kmsg.DescribeLogDirsRequest{},
-		want: &kmsg.DescribeLogDirsResponse{ErrorCode: 35, Dirs: []kmsg.DescribeLogDirsResponseDir{{ErrorCode: 35, TotalBytes: -1, UsableBytes: -1}}},
 	}, {
 		name: "ListPartitionReassignments lists nothing", version: 0,
 		req:  &kmsg.ListPartitionReassignmentsRequest{Topics: []kmsg.ListPartitionReassignmentsRequestTopic{{Topic: "t", Partitions: []int32{0}}}},

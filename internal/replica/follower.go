@@ -161,6 +161,22 @@ func (p *Partition) AppendFromLeader(epoch int32, batches []byte, leaderHighWate
 	return nil
 }
 
+// FollowLogStart moves the follower's log start offset up to the
+// leader's (a DeleteRecords on the leader, or its retention), as far as
+// its own high watermark: what it deletes is below what the leader keeps,
+// and never above what it knows to be committed. It fails with
+// ErrRoleChanged if the replica no longer follows in epoch.
+func (p *Partition) FollowLogStart(epoch int32, leaderLogStart int64) error {
+	if err := p.lockFollower(epoch); err != nil {
+		return err
+	}
+	defer p.followMu.Unlock()
+	if start := min(leaderLogStart, p.highWatermark.Load()); start > p.log.StartOffset() {
+		return p.log.AdvanceStartOffset(start)
+	}
+	return nil
+}
+
 // TruncateToDivergence truncates the log where it diverges from the
 // leader's, given the leader's answer (in epoch) for the follower's last
 // epoch: its largest epoch at most that one and that epoch's end offset.

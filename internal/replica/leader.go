@@ -30,6 +30,9 @@ type followerState struct {
 	// lastCaughtUp is the last time the follower had everything the leader
 	// had (Kafka's lastCaughtUpTimeMs).
 	lastCaughtUp time.Time
+	// logStart is the follower's log start offset from its last fetch,
+	// -1 until it reported one in this epoch (FollowerLogStart).
+	logStart int64
 }
 
 // resetFollowersLocked starts a leader epoch: no follower has fetched yet,
@@ -38,7 +41,7 @@ func (p *Partition) resetFollowersLocked(now time.Time) {
 	p.followers = map[int32]*followerState{}
 	for _, r := range p.cfg.Replicas {
 		if r != p.localID {
-			p.followers[r] = &followerState{leo: -1, lastCaughtUp: now}
+			p.followers[r] = &followerState{leo: -1, lastCaughtUp: now, logStart: -1}
 		}
 	}
 }
@@ -124,6 +127,44 @@ func (p *Partition) FollowerFetch(id, epoch int32, offset int64, now time.Time, 
 		return true, nil
 	}
 	return false, nil
+}
+
+// FollowerLogStart records the log start offset follower id reported in
+// a fetch that FollowerFetch accepted; it only moves up. Waiters are woken
+// when it does (a DeleteRecords waits for the low watermark).
+func (p *Partition) FollowerLogStart(id int32, logStart int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != RoleLeader || p.closed {
+		return
+	}
+	if f := p.followers[id]; f != nil && logStart > f.logStart {
+		f.logStart = logStart
+		p.notifyLocked()
+	}
+}
+
+// LowWatermark is, on the leader, the smallest log start offset among the
+// replicas of the assignment that live reports alive: the leader's own and
+// each follower's last reported one (-1 for a live follower that has not
+// reported one in this epoch). A DeleteRecords is done once it reaches the
+// requested offset (Kafka's lowWatermarkIfLeader).
+func (p *Partition) LowWatermark(live func(id int32) bool) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if p.role != RoleLeader {
+		return 0, ErrNotLeader
+	}
+	low := p.log.StartOffset()
+	for _, r := range p.cfg.Replicas {
+		if f := p.followers[r]; f != nil && r != p.localID && live(r) {
+			low = min(low, f.logStart)
+		}
+	}
+	return low, nil
 }
 
 // MaybeShrinkISR drops from the ISR the followers that have not caught up
