@@ -102,14 +102,14 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 				code = v.code
 			}
 			if code == 0 {
-				info, dup, err := b.appendProduced(lp, p.Records, r.Version, v)
+				info, appendTime, dup, err := b.appendProduced(lp, p.Records, r.Version, v)
 				if err != nil {
 					code = errorCode(err)
 					if code == kerr.UnknownServerError.Code {
 						b.logger.Error("produce failed", "topic", t.Topic, "partition", p.Partition, "err", err)
 					}
 				} else {
-					rp.BaseOffset, rp.LogStartOffset = info.FirstOffset, info.LogStartOffset
+					rp.BaseOffset, rp.LogStartOffset, rp.LogAppendTime = info.FirstOffset, info.LogStartOffset, appendTime
 					pending = append(pending, appended{lp, rp, info.LeaderEpoch, info.LastOffset + 1})
 					if !dup {
 						b.observer().RecordsIn(t.Topic, int64(len(p.Records)), info.LastOffset-info.FirstOffset+1)
@@ -183,10 +183,11 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 }
 
 // appendProduced validates and appends one partition's records;
-// transactional ones verified as verifyProduce found. dup: they were
-// appended before (an idempotent producer's retry), and info is that
-// append's.
-func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, v produceVerification) (info replica.Appended, dup bool, err error) {
+// transactional ones verified as verifyProduce found. For a LogAppendTime
+// topic the batch is stamped with the append time, which appendTime is
+// (-1 for CreateTime). dup: they were appended before (an idempotent
+// producer's retry), and info is that append's.
+func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, v produceVerification) (info replica.Appended, appendTime int64, dup bool, err error) {
 	st := lp.settings.Load()
 	res, err := records.Validate(recs, records.Limits{
 		MaxMessageBytes:        st.maxMessageBytes,
@@ -194,15 +195,23 @@ func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, 
 		MaxSegmentBytes:        int32(min(st.segmentBytes, 1<<31-1)),
 		MaxTimestampDiffBefore: st.timestampBeforeMs,
 		MaxTimestampDiffAfter:  st.timestampAfterMs,
+		TimestampType:          st.timestampType,
 		Compacted:              st.compact,
 		Memory:                 b.server.Budget(),
 	})
 	if err != nil {
-		return replica.Appended{}, false, err
+		return replica.Appended{}, -1, false, err
 	}
 	if res.Compression == compressionZstd && version < 7 {
 		// Kafka accepts zstd only from Produce v7 (KIP-110).
-		return replica.Appended{}, false, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
+		return replica.Appended{}, -1, false, fmt.Errorf("%w: zstd needs Produce v7+", records.ErrUnsupportedCompression)
+	}
+	appendTime = -1
+	if res.LogAppendTime {
+		// The request's bytes are the broker's to change (the frame
+		// buffer, reused only once the handler returned).
+		klog.SetLogAppendTime(recs, res.Now)
+		appendTime = res.Now
 	}
 	appendFn := lp.AppendAsLeader
 	if !v.unverified {
@@ -211,7 +220,7 @@ func (b *Broker) appendProduced(lp *localPartition, recs []byte, version int16, 
 	info, err = appendFn(recs)
 	if errors.Is(err, klog.ErrDuplicateSequence) {
 		// Already appended: answer with the original offsets.
-		return info, true, nil
+		return info, appendTime, true, nil
 	}
-	return info, false, err
+	return info, appendTime, false, err
 }

@@ -102,6 +102,13 @@ func listOffset(lp *localPartition, ts int64, committed bool) (int64, int64, err
 	if err != nil {
 		return -1, -1, err
 	}
+	if h.Attributes&klog.AttrTimestampType != 0 {
+		// LogAppendTime: every record carries the batch's max timestamp.
+		if h.BaseOffset >= hw {
+			return -1, -1, nil
+		}
+		return h.BaseOffset, h.MaxTimestamp, nil
+	}
 	offset, found := int64(-1), int64(-1)
 	err = records.ForEachRecord(batch, &h, records.DefaultMaxDecompressedBytes, func(rec records.Record) bool {
 		if t := h.BaseTimestamp + rec.TimestampDelta; t >= ts {

@@ -65,7 +65,7 @@ func init() {
 		{name: "flush.messages", kind: kindLong, def: "1", min: 1, broker: "log.flush.interval.messages", pinned: true,
 			doc: "1 (samsa's default): every acknowledged write is fsync'd first, with group commit; larger: Kafka's page-cache mode"},
 		{name: "flush.ms", kind: kindLong, def: strconv.FormatInt(math.MaxInt64, 10), min: 0, broker: "log.flush.interval.ms", pinned: true},
-		{name: "message.timestamp.type", kind: kindEnum, def: "CreateTime", enum: []string{"CreateTime"}, broker: "log.message.timestamp.type"},
+		{name: "message.timestamp.type", kind: kindEnum, def: "CreateTime", enum: []string{"CreateTime", "LogAppendTime"}, broker: "log.message.timestamp.type"},
 		{name: "message.timestamp.before.max.ms", kind: kindLong, def: strconv.FormatInt(math.MaxInt64, 10), min: 0, broker: "log.message.timestamp.before.max.ms"},
 		{name: "message.timestamp.after.max.ms", kind: kindLong, def: "3600000", min: 0, broker: "log.message.timestamp.after.max.ms"},
 		{name: "unclean.leader.election.enable", kind: kindBool, def: "false", broker: "unclean.leader.election.enable"},
@@ -171,6 +171,8 @@ type topicSettings struct {
 	minInsyncReplicas                   int32
 	flushMessages, flushMs              int64
 	timestampBeforeMs, timestampAfterMs int64
+	// timestampType is message.timestamp.type.
+	timestampType string
 	uncleanLeaderElection               bool
 	// compact and deleteOld are cleanup.policy's two halves.
 	compact, deleteOld bool
@@ -208,6 +210,7 @@ func resolveTopicSettings(overrides, brokerDefaults map[string]string) topicSett
 		flushMs:               i64("flush.ms"),
 		timestampBeforeMs:     i64("message.timestamp.before.max.ms"),
 		timestampAfterMs:      i64("message.timestamp.after.max.ms"),
+		timestampType:         get("message.timestamp.type"),
 		uncleanLeaderElection: b,
 		compact:               strings.Contains(get("cleanup.policy"), "compact"),
 		deleteOld:             strings.Contains(get("cleanup.policy"), "delete"),

@@ -170,6 +170,19 @@ func SetBaseOffset(b []byte, offset int64) {
 	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(offset))
 }
 
+// SetLogAppendTime stamps the batch at the start of b, which holds it
+// whole, with the broker's append time (a LogAppendTime topic): the
+// timestamp type attribute is set and the max timestamp becomes ts, as
+// Kafka's LogValidator does; the records keep their own timestamps, which
+// consumers ignore for such a batch. The CRC is computed again.
+func SetLogAppendTime(b []byte, ts int64) {
+	size := LogOverhead + int(binary.BigEndian.Uint32(b[offLength:]))
+	attrs := binary.BigEndian.Uint16(b[offAttributes:]) | AttrTimestampType
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:size], castagnoli))
+}
+
 // SetPartitionLeaderEpoch patches the partition leader epoch of the batch at
 // the start of b.
 func SetPartitionLeaderEpoch(b []byte, epoch int32) {
