@@ -257,7 +257,7 @@ func (b *Broker) fetchOnce(r *kmsg.FetchRequest, fa fetchAuthz) (*protocol.RawRe
 					if expand {
 						b.isr.propose(lp)
 					}
-					lp.FollowerLogStart(r.ReplicaID, p.LogStartOffset)
+					lp.FollowerLogStart(r.ReplicaID, p.CurrentLeaderEpoch, p.LogStartOffset)
 					// The follower's fetch may have moved the high watermark.
 					rp.HighWatermark, rp.LastStableOffset = lp.Watermarks()
 				}

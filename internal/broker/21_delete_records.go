@@ -63,20 +63,20 @@ func (b *Broker) handleDeleteRecords(ctx context.Context, req *protocol.Request)
 			if code == 0 {
 				lp, code = b.localLeader(s, t.Topic, p.Partition)
 			}
-			offset := p.Offset
-			if code == 0 {
-				hw := lp.HighWatermark()
-				switch {
-				case !lp.settings.Load().deleteOld:
-					code = kerr.PolicyViolation.Code
-				case offset == -1:
-					offset = hw
-				case offset < 0 || offset > hw:
-					code = kerr.OffsetOutOfRange.Code
-				}
+			if code == 0 && !lp.settings.Load().deleteOld {
+				code = kerr.PolicyViolation.Code
 			}
+			if code == 0 && !b.sessionLive() {
+				// Past its session's deadline it may have been deposed:
+				// its followers must not delete on its word.
+				code = kerr.NotLeaderForPartition.Code
+			}
+			var offset int64
 			if code == 0 {
-				if err := lp.Log().AdvanceStartOffset(offset); err != nil {
+				// In the epoch localLeader saw, under the replica's
+				// lock: a leader deposed meanwhile deletes nothing.
+				var err error
+				if offset, err = lp.DeleteRecords(lp.LeaderEpoch(), p.Offset); err != nil {
 					code = errorCode(err)
 				}
 			}

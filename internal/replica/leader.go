@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -130,18 +131,45 @@ func (p *Partition) FollowerFetch(id, epoch int32, offset int64, now time.Time, 
 }
 
 // FollowerLogStart records the log start offset follower id reported in
-// a fetch that FollowerFetch accepted; it only moves up. Waiters are woken
-// when it does (a DeleteRecords waits for the low watermark).
-func (p *Partition) FollowerLogStart(id int32, logStart int64) {
+// a fetch sent in leader epoch epoch (-1: none given) that FollowerFetch
+// accepted; it only moves up, and a report of another epoch is dropped.
+// Waiters are woken when it moves (a DeleteRecords waits for the low
+// watermark).
+func (p *Partition) FollowerLogStart(id, epoch int32, logStart int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.role != RoleLeader || p.closed {
+	if p.role != RoleLeader || p.closed || p.CheckLeaderEpoch(epoch) != nil {
 		return
 	}
 	if f := p.followers[id]; f != nil && logStart > f.logStart {
 		f.logStart = logStart
 		p.notifyLocked()
 	}
+}
+
+// DeleteRecords moves the leader's log start offset up to offset (-1: the
+// high watermark) for the DeleteRecords API, while leading in epoch: the
+// role, the epoch and the bound are checked under the lock that role
+// changes take, so a replica that stopped leading never deletes what the
+// new leader keeps. An offset above the high watermark, or negative but
+// -1, is ErrOffsetOutOfRange. It returns the offset used.
+func (p *Partition) DeleteRecords(epoch int32, offset int64) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if p.role != RoleLeader || p.leaderEpoch.Load() != epoch {
+		return 0, ErrNotLeader
+	}
+	hw := p.highWatermark.Load()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return 0, fmt.Errorf("%w: %d, high watermark %d", klog.ErrOffsetOutOfRange, offset, hw)
+	}
+	return offset, p.log.AdvanceStartOffset(offset)
 }
 
 // LowWatermark is, on the leader, the smallest log start offset among the

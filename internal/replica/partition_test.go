@@ -294,3 +294,47 @@ func TestFollowerFetchChecksItsEpoch(t *testing.T) {
 		t.Fatalf("high watermark %d after the follower's fetch in epoch 3, want 3", hw)
 	}
 }
+
+// TestDeleteRecordsOnlyAsLeaderInEpoch: DeleteRecords moves the log start
+// only while the replica leads in the epoch the caller saw, and only up to
+// the high watermark; a replica that became a follower (or leads in
+// another epoch) deletes nothing, so it never removes what the new
+// leader keeps.
+func TestDeleteRecordsOnlyAsLeaderInEpoch(t *testing.T) {
+	p := newPartition(t, 1)
+	cfg := LeaderConfig{Replicas: []int32{1}, MinInsyncReplicas: 1, ReplicaLagTimeMax: 30 * time.Second}
+	if err := p.BecomeLeader(3, 0, []int32{1}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := p.AppendAsLeader(batch(2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.WaitCommitted(ctx, 3, 6); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 6 {
+		t.Fatalf("high watermark %d, want 6", hw)
+	}
+	if _, err := p.DeleteRecords(2, 4); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("DeleteRecords in an older epoch: %v, want ErrNotLeader", err)
+	}
+	if _, err := p.DeleteRecords(3, 7); !errors.Is(err, klog.ErrOffsetOutOfRange) {
+		t.Errorf("DeleteRecords above the high watermark: %v, want ErrOffsetOutOfRange", err)
+	}
+	if off, err := p.DeleteRecords(3, 2); err != nil || off != 2 || p.Log().StartOffset() != 2 {
+		t.Fatalf("DeleteRecords(3, 2) = %d, %v; log start %d, want 2", off, err, p.Log().StartOffset())
+	}
+	if err := p.BecomeFollower(4, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DeleteRecords(3, -1); !errors.Is(err, ErrNotLeader) {
+		t.Errorf("DeleteRecords on a follower: %v, want ErrNotLeader", err)
+	}
+	if start := p.Log().StartOffset(); start != 2 {
+		t.Errorf("a follower's log start moved to %d by DeleteRecords", start)
+	}
+}
