@@ -172,8 +172,8 @@ type topicSettings struct {
 	flushMessages, flushMs              int64
 	timestampBeforeMs, timestampAfterMs int64
 	// timestampType is message.timestamp.type.
-	timestampType string
-	uncleanLeaderElection               bool
+	timestampType         string
+	uncleanLeaderElection bool
 	// compact and deleteOld are cleanup.policy's two halves.
 	compact, deleteOld bool
 	deleteRetentionMs  int64
