@@ -237,4 +237,8 @@ func TestMetricsCluster(t *testing.T) {
 		}
 		return err
 	})
+	// A clean stop and restart truncates nothing committed.
+	if v, err := clusterMetricSum(t, c, all, "samsa_truncated_committed_records_total", nil); err != nil || v != 0 {
+		t.Errorf("samsa_truncated_committed_records_total = %v (%v) after a clean restart, want 0", v, err)
+	}
 }

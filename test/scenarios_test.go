@@ -335,6 +335,18 @@ func TestKIP101NoReplicaDivergenceAfterDoubleFailure(t *testing.T) {
 	waitPartition(t, c, topic, 0, -2, []int32{1, 2}, 60*time.Second)
 	w2.Verify(t, c)
 	CheckReplication(t, c, topic)
+	// The truncation audit (docs/metrics.md) counted what broker 1 cut
+	// below its high watermark: records acknowledged before B's power
+	// loss, lost with page-cache durability.
+	fams, err := scrape(t, c.Broker(1).Proc.MetricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed := metricSum(fams, "samsa_truncated_records_total", nil)
+	committed := metricSum(fams, "samsa_truncated_committed_records_total", nil)
+	if committed < 1 || committed > float64(hwA-endB) || removed < committed {
+		t.Errorf("broker 1's truncation audit: %v removed, %v below its high watermark; want 1 to %d below it, and removed ≥ that", removed, committed, hwA-endB)
+	}
 	t.Logf("broker 1 held offsets [%d, %d) of epoch 0 below its checkpointed HW %d; broker 2 lost them and wrote %d new records up to %d; broker 1 truncated and converged",
 		endB, acked, hwA, w2.Acked(), end2)
 }

@@ -31,17 +31,24 @@ type Observer interface {
 	UncleanElection(topic string, partition int32)
 	// LogFlushed: a partition log's flush round took d (LogFlushRateAndTimeMs).
 	LogFlushed(d time.Duration)
+	// Truncated: a follower's log of a partition lost removed records to
+	// a truncation (a divergence from its leader, or a log emptied to
+	// restart at the leader's log start); committed of them lay below its
+	// high watermark, so may have been acknowledged to a producer: never
+	// but after an unclean election.
+	Truncated(topic string, partition int32, removed, committed int64)
 }
 
 // nopObserver observes nothing.
 type nopObserver struct{}
 
-func (nopObserver) RequestDone(protocol.RequestDone)     {}
-func (nopObserver) RecordsIn(string, int64, int64)       {}
-func (nopObserver) RecordsOut(string, int64, bool)       {}
-func (nopObserver) ISRChanged(string, int32, bool, bool) {}
-func (nopObserver) UncleanElection(string, int32)        {}
-func (nopObserver) LogFlushed(time.Duration)             {}
+func (nopObserver) RequestDone(protocol.RequestDone)      {}
+func (nopObserver) RecordsIn(string, int64, int64)        {}
+func (nopObserver) RecordsOut(string, int64, bool)        {}
+func (nopObserver) ISRChanged(string, int32, bool, bool)  {}
+func (nopObserver) UncleanElection(string, int32)         {}
+func (nopObserver) LogFlushed(time.Duration)              {}
+func (nopObserver) Truncated(string, int32, int64, int64) {}
 
 // observer returns the configured Observer, or one that observes nothing.
 func (b *Broker) observer() Observer {

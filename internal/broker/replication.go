@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -366,24 +367,43 @@ func (f *fetcher) handle(lp *localPartition, epoch int32, rp *kmsg.FetchResponse
 		offset := pos.Offset
 		if offset < rp.LogStartOffset {
 			// Behind the leader's log start: start over from there.
-			return lp.TruncateFullyAndStartAt(epoch, rp.LogStartOffset)
+			// What goes lies below the leader's log start, deleted
+			// there too: nothing committed is lost.
+			removed := lp.Log().EndOffset() - lp.Log().StartOffset()
+			if err := lp.TruncateFullyAndStartAt(epoch, rp.LogStartOffset); err != nil {
+				return err
+			}
+			f.b.logger.Info("behind the leader's log start; log emptied", "topic", lp.Topic, "partition", lp.Index,
+				"epoch", epoch, "offset", offset, "leader_log_start", rp.LogStartOffset, "removed", removed)
+			f.b.observer().Truncated(lp.Topic, lp.Index, removed, 0)
+			return nil
 		}
 		// Ahead of the leader (after an unclean election), or no epoch
 		// in common with it.
+		audit := f.truncationAudit(lp)
 		leo, err := lp.TruncateAfterOutOfRange(epoch, max(rp.LogStartOffset, 0))
 		if err == nil {
+			removed, committed := audit(leo)
 			f.b.logger.Warn("fetch offset out of the leader's range; truncated", "topic", lp.Topic, "partition", lp.Index,
-				"offset", offset, "leader_log_start", rp.LogStartOffset, "leo", leo)
+				"epoch", epoch, "offset", offset, "leader_log_start", rp.LogStartOffset, "leo", leo,
+				"removed", removed, "removed_below_high_watermark", committed)
 		}
 		return err
 	default:
 		return kerr.ErrorForCode(rp.ErrorCode)
 	}
 	if rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 {
+		audit := f.truncationAudit(lp)
 		leo, err := lp.TruncateToDivergence(epoch, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 		if err == nil {
-			f.b.logger.Info("truncated at the divergence from the leader", "topic", lp.Topic, "partition", lp.Index,
-				"epoch", rp.DivergingEpoch.Epoch, "leader_end_offset", rp.DivergingEpoch.EndOffset, "leo", leo)
+			removed, committed := audit(leo)
+			level := slog.LevelInfo
+			if committed > 0 {
+				level = slog.LevelWarn
+			}
+			f.b.logger.Log(context.Background(), level, "truncated at the divergence from the leader", "topic", lp.Topic, "partition", lp.Index,
+				"epoch", rp.DivergingEpoch.Epoch, "leader_end_offset", rp.DivergingEpoch.EndOffset, "leo", leo,
+				"removed", removed, "removed_below_high_watermark", committed)
 		}
 		return err
 	}
@@ -391,6 +411,24 @@ func (f *fetcher) handle(lp *localPartition, epoch int32, rp *kmsg.FetchResponse
 		return err
 	}
 	return lp.FollowLogStart(epoch, rp.LogStartOffset)
+}
+
+// truncationAudit reads lp's log end and high watermark before a
+// truncation; the function it returns, given the log end after it,
+// reports to the observer and returns how many records went and how many
+// of them lay below the high watermark: committed, so possibly
+// acknowledged to a producer. That count stays 0 but after an unclean
+// election (docs/metrics.md). Only the fetcher truncates a follower's log,
+// so nothing moves between the reading and the truncation but the high
+// watermark, which only rises in between.
+func (f *fetcher) truncationAudit(lp *localPartition) func(leo int64) (removed, committed int64) {
+	leo0, hw0 := lp.Log().EndOffset(), lp.HighWatermark()
+	return func(leo int64) (int64, int64) {
+		removed := max(leo0-leo, 0)
+		committed := max(min(hw0, leo0)-leo, 0)
+		f.b.observer().Truncated(lp.Topic, lp.Index, removed, committed)
+		return removed, committed
+	}
 }
 
 // isrUpdater stores the ISR changes leaders propose, one at a time, as

@@ -57,6 +57,8 @@ type Metrics struct {
 	isrExpands    prometheus.Counter
 	unclean       prometheus.Counter
 	logFlush      prometheus.Histogram
+	truncated     prometheus.Counter
+	truncatedHW   prometheus.Counter
 
 	// apiNames caches the label of each API key.
 	apiNames sync.Map // int16 -> string
@@ -92,6 +94,11 @@ func New(current *broker.Current) *Metrics {
 		Help: "Leaders elected from outside the ISR by this broker's controller (UncleanLeaderElectionsPerSec)."})
 	m.logFlush = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "log_flush_duration_seconds",
 		Help: "Time of partition log flush rounds: fsyncs and checkpoints (LogFlushRateAndTimeMs).", Buckets: latency})
+	m.truncated = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "truncated_records_total",
+		Help: "Records followers on this broker removed by truncation (a divergence from the leader, or a log emptied to restart at the leader's log start)."})
+	m.truncatedHW = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "truncated_committed_records_total",
+		Help: "Truncated records that lay below the replica's high watermark, so may have been acknowledged: 0 but after an unclean election."})
+	m.reg.MustRegister(m.truncated, m.truncatedHW)
 	m.reg.MustRegister(m.requests, m.requestErrors, m.requestTime, m.bytesIn, m.messagesIn, m.bytesOut,
 		m.replBytesOut, m.isrShrinks, m.isrExpands, m.unclean, m.logFlush, &statusCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -199,6 +206,12 @@ func (m *Metrics) ISRChanged(_ string, _ int32, shrink, expand bool) {
 
 // UncleanElection implements broker.Observer.
 func (m *Metrics) UncleanElection(string, int32) { m.unclean.Inc() }
+
+// Truncated implements broker.Observer.
+func (m *Metrics) Truncated(_ string, _ int32, removed, committed int64) {
+	m.truncated.Add(float64(removed))
+	m.truncatedHW.Add(float64(committed))
+}
 
 // LogFlushed implements broker.Observer.
 func (m *Metrics) LogFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) }
