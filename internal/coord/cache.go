@@ -44,6 +44,10 @@ type Snapshot struct {
 	// newer samsa's enum value, a hand-edited key): an authorizer must
 	// fail closed while any exists, since a DENY may be among them.
 	BadACLs map[string]bool
+	// Quotas holds every client quota by its key (QuotaKey); QuotaRevision
+	// changes whenever Quotas does, as ACLRevision.
+	Quotas        map[string]meta.ClientQuota
+	QuotaRevision int64
 }
 
 // Partition returns the stored state of one partition, if any.
@@ -62,6 +66,7 @@ func emptySnapshot() *Snapshot {
 		Partitions:   map[string][]VersionedPartition{},
 		ACLs:         map[string]meta.ACL{},
 		BadACLs:      map[string]bool{},
+		Quotas:       map[string]meta.ClientQuota{},
 		ControllerID: -1,
 	}
 }
@@ -246,6 +251,7 @@ func (c *Cache) read(ctx context.Context) (*Snapshot, error) {
 	s := b.snapshot()
 	s.Revision = resp.Header.Revision
 	s.ACLRevision = resp.Header.Revision
+	s.QuotaRevision = resp.Header.Revision
 	return s, nil
 }
 
@@ -385,8 +391,8 @@ type builder struct {
 	log  *slog.Logger
 	s    *Snapshot
 	// owned marks what has been copied from the base already.
-	ownBrokers, ownTopics, ownPartitions, ownACLs bool
-	ownSlice                                      map[string]bool
+	ownBrokers, ownTopics, ownPartitions, ownACLs, ownQuotas bool
+	ownSlice                                                 map[string]bool
 }
 
 func newBuilder(k keyspace, log *slog.Logger, base *Snapshot) *builder {
@@ -422,6 +428,17 @@ func (b *builder) acls(rev int64) map[string]meta.ACL {
 	}
 	b.s.ACLRevision = max(b.s.ACLRevision, rev)
 	return b.s.ACLs
+}
+
+// quotas returns a private copy of the quota map, stored in the new
+// snapshot, and marks the quotas changed as of rev.
+func (b *builder) quotas(rev int64) map[string]meta.ClientQuota {
+	if !b.ownQuotas {
+		b.s.Quotas = cloneMap(b.s.Quotas)
+		b.ownQuotas = true
+	}
+	b.s.QuotaRevision = max(b.s.QuotaRevision, rev)
+	return b.s.Quotas
 }
 
 // partitions returns a private copy of topic's partition slice, stored in
@@ -495,6 +512,19 @@ func (b *builder) put(kv *mvccpb.KeyValue) {
 		}
 		acls[pk.acl] = a
 		delete(b.s.BadACLs, pk.acl)
+	case kindQuota:
+		var q meta.ClientQuota
+		err := meta.Decode(kv.Value, &q)
+		if err == nil {
+			q.Entity, err = meta.Canonical(q.Entity)
+		}
+		quotas := b.quotas(kv.ModRevision)
+		if err != nil {
+			b.log.Error("coord: skipping undecodable client quota", "key", string(kv.Key), "err", err)
+			delete(quotas, pk.acl)
+			return
+		}
+		quotas[pk.acl] = q
 	case kindPartition:
 		vp, err := decodePartition(kv)
 		if err != nil {
@@ -532,6 +562,10 @@ func (b *builder) del(kv *mvccpb.KeyValue) {
 		if ok || b.s.BadACLs[pk.acl] {
 			delete(b.acls(kv.ModRevision), pk.acl)
 			delete(b.s.BadACLs, pk.acl)
+		}
+	case kindQuota:
+		if _, ok := b.s.Quotas[pk.acl]; ok {
+			delete(b.quotas(kv.ModRevision), pk.acl)
 		}
 	case kindPartition:
 		if int(pk.partition) >= len(b.s.Partitions[pk.topic]) {

@@ -17,6 +17,7 @@ const (
 	dirHeartbeats  = "heartbeats/"
 	dirScram       = "scram/"
 	dirACLs        = "acls/"
+	dirQuotas      = "quotas/"
 	// keyScramFakeKey holds the cluster's secret for unknown users' fake
 	// SCRAM salts (ScramFakeKey).
 	keyScramFakeKey = "scram-fake-key"
@@ -59,6 +60,7 @@ const (
 	kindController
 	kindHeartbeat
 	kindACL
+	kindQuota
 )
 
 // parsedKey is a key of the cluster prefix taken apart.
@@ -67,7 +69,7 @@ type parsedKey struct {
 	broker    int32
 	topic     string
 	partition int32
-	acl       string // the ACL's key below acls/
+	acl       string // the ACL's key below acls/, or the quota's below quotas/
 }
 
 // parse classifies an absolute key. Keys it does not know (producer-ids,
@@ -100,6 +102,12 @@ func (k keyspace) parse(key string) parsedKey {
 			return parsedKey{}
 		}
 		return parsedKey{kind: kindACL, acl: id}
+	case strings.HasPrefix(rel, dirQuotas):
+		id := rel[len(dirQuotas):]
+		if id == "" || strings.Contains(id, "/") {
+			return parsedKey{}
+		}
+		return parsedKey{kind: kindQuota, acl: id}
 	case strings.HasPrefix(rel, dirTopics):
 		name := rel[len(dirTopics):]
 		if validName(name) != nil {
