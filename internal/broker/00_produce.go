@@ -38,6 +38,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	klog "github.com/samsa-io/samsa/internal/log"
+	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
 	"github.com/samsa-io/samsa/internal/records"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -124,10 +125,20 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 		resp.Topics = append(resp.Topics, rt)
 	}
 
+	// The produce quota counts the request's records (docs/quotas.md).
+	var produced int64
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			produced += int64(len(p.Records))
+		}
+	}
+	throttle := b.quotas.record(s, meta.QuotaProducerByteRate, req, produced, time.Now())
+	resp.ThrottleMillis = int32(throttle.Milliseconds())
+
 	if r.Acks == 0 {
 		// Nothing to wait for, but the appended data must still become
 		// durable and visible to consumers.
-		return protocol.Response{NoResponse: true, Close: failed, Later: func() kmsg.Response {
+		return protocol.Response{NoResponse: true, Close: failed, Throttle: throttle, Later: func() kmsg.Response {
 			inParallel(len(pending), maxParallelSyncs, func(i int) {
 				a := pending[i]
 				if err := a.part.Flush(); err != nil && !errors.Is(err, klog.ErrClosed) {
@@ -138,9 +149,9 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 		}}
 	}
 	if len(pending) == 0 {
-		return reply(resp)
+		return protocol.Response{Body: resp, Throttle: throttle}
 	}
-	return protocol.Response{Later: func() kmsg.Response {
+	return protocol.Response{Throttle: throttle, Later: func() kmsg.Response {
 		b.waitingProduces.Add(1)
 		defer b.waitingProduces.Add(-1)
 		wctx, cancel := context.WithTimeout(ctx, time.Duration(max(r.TimeoutMillis, 0))*time.Millisecond)

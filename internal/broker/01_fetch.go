@@ -67,6 +67,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	klog "github.com/samsa-io/samsa/internal/log"
+	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/protocol"
 	"github.com/samsa-io/samsa/internal/replica"
 )
@@ -107,9 +108,27 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 		return reply(resp)
 	}
 	fa := b.fetchAuthz(req)
-	// sent counts the records of the response that is sent (metrics).
+	consumer := r.ReplicaID < 0
+	if consumer {
+		// A consumer over its quota gets no records and waits
+		// (docs/quotas.md).
+		if throttle := b.quotas.record(b.view(), meta.QuotaConsumerByteRate, req, 0, time.Now()); throttle > 0 {
+			resp := r.ResponseKind().(*kmsg.FetchResponse)
+			resp.ThrottleMillis = int32(throttle.Milliseconds())
+			return protocol.Response{Body: resp, Throttle: throttle}
+		}
+	}
+	// sent counts the records of the response that is sent (metrics,
+	// the consumer's quota).
 	sent := func(resp *protocol.RawResponse, perTopic []int64) *protocol.RawResponse {
 		b.observeFetched(r, perTopic)
+		if consumer {
+			var n int64
+			for _, v := range perTopic {
+				n += v
+			}
+			b.quotas.record(b.view(), meta.QuotaConsumerByteRate, req, n, time.Now())
+		}
 		return resp
 	}
 	resp, n, done, parts, perTopic := b.fetchOnce(r, fa)

@@ -79,6 +79,9 @@ type Broker struct {
 	peers *peerClients
 	// aclIndex is the authorization index of the current ACLs (acl.go).
 	aclIndex aclIndex
+	// quotas enforces the client quotas (quotas.go); nil in handler
+	// tests that build a Broker by hand.
+	quotas *quotaManager
 	// parkedFetches counts long-poll fetches waiting for data, and
 	// waitingProduces the produces waiting for their records to be
 	// replicated or synced (Kafka's fetch and produce purgatories).
@@ -372,6 +375,7 @@ func (b *Broker) start(ctx context.Context) error {
 	b.peers = &peerClients{b: b}
 	b.txns = txn.New(tcfg, b.producerIDs, b)
 	b.isr = newISRUpdater(b)
+	b.quotas = newQuotaManager()
 	b.partitions = newPartitionManager(b)
 	if err := b.partitions.openExisting(b.cache.Snapshot()); err != nil {
 		return fmt.Errorf("%w: %w", errOpenLogs, err)

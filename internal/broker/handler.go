@@ -58,6 +58,8 @@ func init() {
 		43: {0, 2, (*Broker).handleElectLeaders},
 		44: {0, 1, (*Broker).handleIncrementalAlterConfigs},
 		47: {0, 0, (*Broker).handleOffsetDelete},
+		48: {0, 1, (*Broker).handleDescribeClientQuotas},
+		49: {0, 1, (*Broker).handleAlterClientQuotas},
 		50: {0, 0, (*Broker).handleDescribeUserScramCredentials},
 		51: {0, 0, (*Broker).handleAlterUserScramCredentials},
 		60: {0, 1, (*Broker).handleDescribeCluster},

@@ -32,7 +32,7 @@ package broker
 //     or below it) is filled from the request array of the same name, or
 //     the one(s) named in unservedAPI.from, one element per request
 //     element; inside such an element, every array of the same name is
-//     mirrored too (the entity of an AlterClientQuotas entry).
+//     mirrored too.
 //   - A mirrored element copies the request element's fields of the same
 //     name and type (Topic, Partition, TopicID, GroupID...; a string into a
 //     nullable string), or of the name in from (User from Name); a scalar
@@ -83,11 +83,6 @@ func fromField(response string, request ...string) map[string][]string {
 	return map[string][]string{response: request}
 }
 
-// Issues that will add APIs (see docs/compatibility.md).
-const (
-	issueOperations = 14
-)
-
 // unserved lists, by key, the APIs Kafka 4.x brokers serve to clients and
 // samsa does not. A key must not be both here and in apis.
 var unserved = map[int16]unservedAPI{
@@ -96,12 +91,6 @@ var unserved = map[int16]unservedAPI{
 	39: {kafkaMin: 1, kafkaMax: 2, code: noTokens}, // RenewDelegationToken
 	40: {kafkaMin: 1, kafkaMax: 2, code: noTokens}, // ExpireDelegationToken
 	41: {kafkaMin: 1, kafkaMax: 3, code: noTokens}, // DescribeDelegationToken
-
-	// Transactions (issue 13).
-
-	// Operations (issue 14).
-	48: {kafkaMin: 0, kafkaMax: 1, code: unsupported, issue: issueOperations}, // DescribeClientQuotas
-	49: {kafkaMin: 0, kafkaMax: 1, code: unsupported, issue: issueOperations}, // AlterClientQuotas
 
 	// Not planned by any issue yet.
 	34: {kafkaMin: 1, kafkaMax: 2, code: unsupported, from: fromField("Topics", "Dirs.Topics")},     // AlterReplicaLogDirs

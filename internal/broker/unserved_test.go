@@ -99,15 +99,6 @@ func TestUnservedMirrors(t *testing.T) {
 			{Group: "g2", ErrorCode: 35, ErrorMessage: str("samsa does not serve ConsumerGroupDescribe"), AuthorizedOperations: math.MinInt32},
 		}},
 	}, {
-		name: "AlterClientQuotas echoes the entities", version: 1,
-		req: &kmsg.AlterClientQuotasRequest{Entries: []kmsg.AlterClientQuotasRequestEntry{
-			{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: str("ann")}, {Type: "client-id"}}},
-		}},
-		want: &kmsg.AlterClientQuotasResponse{Entries: []kmsg.AlterClientQuotasResponseEntry{
-			{ErrorCode: 35, ErrorMessage: str("samsa does not serve AlterClientQuotas yet (samsa issue 14)"),
-				Entity: []kmsg.AlterClientQuotasResponseEntryEntity{{Type: "user", Name: str("ann")}, {Type: "client-id"}}},
-		}},
-	}, {
 		name: "DescribeTopicPartitions", version: 0,
 		req: &kmsg.DescribeTopicPartitionsRequest{Topics: []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}},
 		want: &kmsg.DescribeTopicPartitionsResponse{Topics: []kmsg.DescribeTopicPartitionsResponseTopic{

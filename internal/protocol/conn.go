@@ -412,6 +412,22 @@ func (c *conn) readLoop() {
 			// (Kafka closes after a failed acks=0 produce).
 			return
 		}
+		if resp.Throttle > 0 && !c.throttle(resp.Throttle) {
+			return
+		}
+	}
+}
+
+// throttle stops reading the connection for d (a client over its quota,
+// Response.Throttle); it returns false if the connection closed meanwhile.
+func (c *conn) throttle(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
 	}
 }
 

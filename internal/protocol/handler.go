@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -88,6 +89,11 @@ type Response struct {
 	// held, unwritable, for that long (Kafka mutes every connection until
 	// its response is sent).
 	Mute bool
+	// Throttle, if positive, stops the reading of the connection for that
+	// long once this response is queued: a client over its quota (the
+	// handler set the response's ThrottleMillis), as Kafka mutes a
+	// throttled channel after sending the response (KIP-219).
+	Throttle time.Duration
 }
 
 // Handler processes decoded requests.
