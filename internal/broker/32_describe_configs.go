@@ -164,6 +164,7 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 		{"metadata.etcd.endpoints", strings.Join(c.MetadataEndpoints, ","), str, "Client URLs of an external etcd holding the cluster's metadata; empty: an embedded etcd member."},
 		{"metadata.etcd.client.url", c.MetadataClientURL, str, "The client URL of the embedded etcd member."},
 		{"metadata.etcd.peer.url", c.MetadataPeerURL, str, "The peer URL of the embedded etcd member."},
+		{"metadata.etcd.peer.listen.url", c.MetadataPeerListenURL, str, "The address the embedded etcd member binds for its peers, if not its peer URL (which it then only advertises)."},
 		{"metadata.etcd.initial.cluster", c.MetadataInitialCluster, str, "The members of a multi-member embedded etcd cluster (samsa-<id>=<peer url>,...)."},
 		{"metadata.etcd.ssl.keystore.location", c.MetadataTLSKeystore, str, "The key and certificate chain (PEM) of the embedded etcd member and of the broker as etcd client; with https etcd URLs."},
 		{"metadata.etcd.ssl.truststore.location", c.MetadataTLSTruststore, str, "The CA certificates (PEM) that etcd's certificate and, on an embedded member, its clients' and peers' must be issued by."},

@@ -273,6 +273,7 @@ func openHost(ctx context.Context, cfg Config, logger *slog.Logger) (*host, erro
 			Name:           "samsa-" + strconv.Itoa(int(cfg.NodeID)),
 			ClientURL:      cfg.MetadataClientURL,
 			PeerURL:        cfg.MetadataPeerURL,
+			PeerListenURL:  cfg.MetadataPeerListenURL,
 			InitialCluster: cfg.MetadataInitialCluster,
 			Logger:         logger,
 			// Set exactly when the URLs are https (metadataTLS).

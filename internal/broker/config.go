@@ -62,9 +62,13 @@ type Config struct {
 	// MetadataEndpoints lists an external etcd cluster's client URLs
 	// (metadata.etcd.endpoints). Empty: run an embedded etcd member.
 	MetadataEndpoints []string
-	// MetadataClientURL and MetadataPeerURL are the embedded member's URLs.
-	MetadataClientURL string
-	MetadataPeerURL   string
+	// MetadataClientURL and MetadataPeerURL are the embedded member's URLs;
+	// MetadataPeerListenURL (metadata.etcd.peer.listen.url), if set, is
+	// what it binds for its peers instead of MetadataPeerURL, which it
+	// then only advertises (coord.EmbeddedConfig.PeerListenURL).
+	MetadataClientURL     string
+	MetadataPeerURL       string
+	MetadataPeerListenURL string
 	// MetadataInitialCluster is the embedded etcd's initial cluster
 	// ("name=peerURL,..."); empty for a single member.
 	MetadataInitialCluster string
@@ -377,6 +381,8 @@ func (c *Config) Set(key, value string) error {
 		c.MetadataClientURL = value
 	case "metadata.etcd.peer.url":
 		c.MetadataPeerURL = value
+	case "metadata.etcd.peer.listen.url":
+		c.MetadataPeerListenURL = value
 	case "metadata.etcd.initial.cluster":
 		c.MetadataInitialCluster = value
 	case "metadata.etcd.ssl.keystore.location":

@@ -31,6 +31,11 @@ type EmbeddedConfig struct {
 	// PeerURL is where other members connect, e.g. http://127.0.0.1:2380
 	// (the default). Port 0 picks a free port, for a single member only.
 	PeerURL string
+	// PeerListenURL, if set, is the address the member binds for its
+	// peers while it advertises PeerURL: etcd binds IP addresses only, so
+	// a member known by a DNS name (a Kubernetes pod) binds, say,
+	// http://0.0.0.0:2380. Empty: it binds PeerURL.
+	PeerListenURL string
 	// InitialCluster lists every member of a new cluster as
 	// "name=peerURL,..."; empty means a cluster of this member alone. It
 	// is ignored when Dir already holds a member.
@@ -122,6 +127,15 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if peerURL.Port() == "0" && cfg.InitialCluster != "" {
 		return nil, fmt.Errorf("%w: a member of a multi-member cluster needs a fixed peer port", ErrInvalid)
 	}
+	var peerListen *url.URL
+	if cfg.PeerListenURL != "" {
+		if peerListen, err = parseURL(cfg.PeerListenURL, ""); err != nil {
+			return nil, err
+		}
+		if peerURL.Port() == "0" || peerListen.Port() == "0" || peerListen.Scheme != peerURL.Scheme {
+			return nil, fmt.Errorf("%w: a peer listen URL needs fixed ports and the peer URL's scheme", ErrInvalid)
+		}
+	}
 	secure, err := embeddedTLS(cfg, clientURL, peerURL)
 	if err != nil {
 		return nil, err
@@ -134,7 +148,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	var lastErr error
 	for range portAttempts {
-		e, err := startEmbedded(ctx, cfg, clientURL, peerURL, tlsInfo)
+		e, err := startEmbedded(ctx, cfg, clientURL, peerURL, peerListen, tlsInfo)
 		if err == nil {
 			return e, nil
 		}
@@ -146,7 +160,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	return nil, lastErr
 }
 
-func startEmbedded(ctx context.Context, cfg EmbeddedConfig, clientURL, peerURL *url.URL, tlsInfo transport.TLSInfo) (*Embedded, error) {
+func startEmbedded(ctx context.Context, cfg EmbeddedConfig, clientURL, peerURL, peerListen *url.URL, tlsInfo transport.TLSInfo) (*Embedded, error) {
 	curl, err := resolvePort(clientURL)
 	if err != nil {
 		return nil, err
@@ -162,6 +176,9 @@ func startEmbedded(ctx context.Context, cfg EmbeddedConfig, clientURL, peerURL *
 	ec.AdvertiseClientUrls = []url.URL{*curl}
 	ec.ListenPeerUrls = []url.URL{*purl}
 	ec.AdvertisePeerUrls = []url.URL{*purl}
+	if peerListen != nil {
+		ec.ListenPeerUrls = []url.URL{*peerListen}
+	}
 	ec.InitialCluster = cfg.InitialCluster
 	if ec.InitialCluster == "" {
 		ec.InitialCluster = cfg.Name + "=" + purl.String()

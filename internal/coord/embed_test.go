@@ -2,6 +2,10 @@ package coord
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -95,5 +99,45 @@ func TestStartEmbeddedHonoursContext(t *testing.T) {
 	mustIs(t, err, context.DeadlineExceeded)
 	if elapsed := time.Since(start); elapsed > 10*time.Second {
 		t.Fatalf("took %v with a 500ms deadline", elapsed)
+	}
+}
+
+// TestEmbeddedPeerListenURL: a member known to its peers by a DNS name
+// (a Kubernetes pod's) cannot bind that name, as etcd binds IP addresses
+// only; with PeerListenURL it binds that address and advertises the name.
+func TestEmbeddedPeerListenURL(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skipf("no host name: %v", err)
+	}
+	if addrs, err := net.LookupHost(host); err != nil || len(addrs) == 0 {
+		t.Skipf("the host name %q does not resolve: %v", host, err)
+	}
+	port := freePort(t)
+	cfg := EmbeddedConfig{
+		Dir:       t.TempDir(),
+		Name:      "dns-member",
+		ClientURL: "http://127.0.0.1:0",
+		PeerURL:   "http://" + host + ":" + port,
+		Logger:    slog.New(slog.DiscardHandler),
+	}
+	if e, err := StartEmbedded(testCtx(t), cfg); err == nil {
+		e.Close()
+		t.Fatal("a member bound a DNS name: the scenario needs etcd to refuse it")
+	}
+	cfg.Dir = t.TempDir()
+	cfg.PeerListenURL = "http://127.0.0.1:" + port
+	e, err := StartEmbedded(testCtx(t), cfg)
+	if err != nil {
+		t.Fatalf("with a peer listen URL: %v", err)
+	}
+	defer e.Close()
+	c := connect(t, e.Endpoints(), "")
+	if _, err := c.ClusterID(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PeerListenURL = "https://127.0.0.1:" + port
+	if _, err := StartEmbedded(testCtx(t), cfg); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a listen URL of another scheme: %v, want ErrInvalid", err)
 	}
 }
