@@ -60,6 +60,7 @@ package broker
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -116,6 +117,16 @@ func (b *Broker) handleFetch(ctx context.Context, req *protocol.Request) protoco
 			resp := r.ResponseKind().(*kmsg.FetchResponse)
 			resp.ThrottleMillis = int32(throttle.Milliseconds())
 			return protocol.Response{Body: resp, Throttle: throttle}
+		}
+		// No response larger than the quota's window allows (Kafka's
+		// getMaxValueInQuotaWindow): one large fetch would otherwise
+		// throttle the consumer for hours.
+		if bound, ok := b.quotas.bound(b.view(), meta.QuotaConsumerByteRate, req); ok {
+			window := int32(max(min(bound*(quotaSamples-1)*quotaSampleMillis/1000, math.MaxInt32), 1))
+			if r.MaxBytes <= 0 || r.MaxBytes > window {
+				r.MaxBytes = window
+			}
+			r.MinBytes = min(r.MinBytes, window)
 		}
 	}
 	// sent counts the records of the response that is sent (metrics,

@@ -106,8 +106,9 @@ func (b *Broker) handleAlterClientQuotas(ctx context.Context, req *protocol.Requ
 		// Answered once this broker's metadata shows the change, so
 		// that a DescribeClientQuotas sent here next sees it.
 		if err := b.partitions.waitReconciled(ctx, b.client.LastRevision()); err != nil {
+			msg := "stored, but this broker's metadata did not show it in time: " + err.Error()
 			for _, i := range keepEntries {
-				resp.Entries[i].ErrorCode = kerr.RequestTimedOut.Code
+				resp.Entries[i].ErrorCode, resp.Entries[i].ErrorMessage = kerr.RequestTimedOut.Code, &msg
 			}
 		}
 		return resp

@@ -8,39 +8,67 @@ import (
 )
 
 // TestQuotaResolutionOrder: the first of Kafka's eight entities with the
-// key gives the bound, and the sensor is shared as that entity says.
+// key gives the bound.
 func TestQuotaResolutionOrder(t *testing.T) {
 	s := func(v string) *string { return &v }
 	user := func(n *string) meta.QuotaComponent { return meta.QuotaComponent{Type: meta.QuotaUser, Name: n} }
 	client := func(n *string) meta.QuotaComponent { return meta.QuotaComponent{Type: meta.QuotaClientID, Name: n} }
-	entities := []struct {
-		entity []meta.QuotaComponent
-		bound  float64
-	}{
-		{[]meta.QuotaComponent{client(s("c")), user(s("u"))}, 1},
-		{[]meta.QuotaComponent{client(nil), user(s("u"))}, 2},
-		{[]meta.QuotaComponent{user(s("u"))}, 3},
-		{[]meta.QuotaComponent{client(s("c")), user(nil)}, 4},
-		{[]meta.QuotaComponent{client(nil), user(nil)}, 5},
-		{[]meta.QuotaComponent{user(nil)}, 6},
-		{[]meta.QuotaComponent{client(s("c"))}, 7},
-		{[]meta.QuotaComponent{client(nil)}, 8},
+	entities := [][]meta.QuotaComponent{
+		{client(s("c")), user(s("u"))},
+		{client(nil), user(s("u"))},
+		{user(s("u"))},
+		{client(s("c")), user(nil)},
+		{client(nil), user(nil)},
+		{user(nil)},
+		{client(s("c"))},
+		{client(nil)},
 	}
-	// With entities i.. present, entity i decides; its sensor covers
-	// what it names.
-	sensors := []string{"client-id=c&user=u", "client-id=c&user=u", "user=u", "client-id=c&user=u",
-		"client-id=c&user=u", "user=u", "client-id=c", "client-id=c"}
-	for i := range entities {
-		ix := &quotaIndex{values: map[string]map[string]float64{}}
-		for _, e := range entities[i:] {
-			ix.values[meta.EntityString(e.entity)] = map[string]float64{meta.QuotaProducerByteRate: e.bound}
+	index := func(es ...[]meta.QuotaComponent) *quotaIndex {
+		ix := &quotaIndex{values: map[quotaEntityKey]map[string]float64{}}
+		for _, e := range es {
+			k, ok := entityKey(e)
+			if !ok {
+				t.Fatalf("entityKey(%v) not ok", e)
+			}
+			ix.values[k] = map[string]float64{meta.QuotaProducerByteRate: float64(len(ix.values) + 1)}
 		}
-		bound, sensor, ok := ix.resolve(meta.QuotaProducerByteRate, "u", "c")
-		if !ok || bound != entities[i].bound || sensor != meta.QuotaProducerByteRate+"/"+sensors[i] {
-			t.Errorf("entities %d..: bound %v, sensor %q, %v; want %v, %q", i+1, bound, sensor, ok, entities[i].bound, sensors[i])
+		return ix
+	}
+	// With entities i.. present, entity i decides (its bound is 1).
+	for i := range entities {
+		ix := index(entities[i:]...)
+		bound, _, ok := ix.resolve(meta.QuotaProducerByteRate, "u", "c")
+		if !ok || bound != 1 {
+			t.Errorf("entities %d..: bound %v, %v; want entity %d's", i+1, bound, ok, i+1)
 		}
 		if _, _, ok := ix.resolve(meta.QuotaConsumerByteRate, "u", "c"); ok {
 			t.Errorf("entities %d..: a consumer quota resolved where only producer ones exist", i+1)
+		}
+	}
+	// Sensors are shared by what the entity covers (Kafka's metric tags).
+	sameSensor := func(e []meta.QuotaComponent, u1, c1, u2, c2 string) bool {
+		ix := index(e)
+		_, a, ok1 := ix.resolve(meta.QuotaProducerByteRate, u1, c1)
+		_, b, ok2 := ix.resolve(meta.QuotaProducerByteRate, u2, c2)
+		if !ok1 || !ok2 {
+			t.Fatalf("%v does not cover (%s,%s) and (%s,%s)", e, u1, c1, u2, c2)
+		}
+		return a == b
+	}
+	for _, tc := range []struct {
+		entity         []meta.QuotaComponent
+		u1, c1, u2, c2 string
+		shared         bool
+	}{
+		{[]meta.QuotaComponent{user(s("u"))}, "u", "c", "u", "c2", true},
+		{[]meta.QuotaComponent{user(nil)}, "u", "c", "u", "c2", true},
+		{[]meta.QuotaComponent{user(nil)}, "u", "c", "u2", "c", false},
+		{[]meta.QuotaComponent{client(nil)}, "u", "c", "u2", "c", true},
+		{[]meta.QuotaComponent{client(nil)}, "u", "c", "u", "c2", false},
+		{[]meta.QuotaComponent{client(nil), user(s("u"))}, "u", "c", "u", "c2", false},
+	} {
+		if got := sameSensor(tc.entity, tc.u1, tc.c1, tc.u2, tc.c2); got != tc.shared {
+			t.Errorf("%v: (%s,%s) and (%s,%s) share a sensor: %v, want %v", tc.entity, tc.u1, tc.c1, tc.u2, tc.c2, got, tc.shared)
 		}
 	}
 }
@@ -55,6 +83,11 @@ func TestRateSensorThrottle(t *testing.T) {
 	}
 	if d := r.record(now+500, 15000, 1000); d < 9*time.Second || d > 11*time.Second {
 		t.Errorf("20,000 bytes within a second at 1,000 B/s: throttled %v, want about 10 s", d)
+	}
+	// Far over a tiny bound: capped, never overflowing.
+	var huge rateSensor
+	if d := huge.record(now, 1e15, 1); d != maxThrottle {
+		t.Errorf("10^15 bytes at 1 B/s: throttled %v, want the cap %v", d, maxThrottle)
 	}
 	// Eleven seconds later the samples have left the window.
 	if d := r.record(now+12000, 1, 1000); d != 0 {

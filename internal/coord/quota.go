@@ -37,12 +37,50 @@ type QuotaAlteration struct {
 // another writer changed one of its entities meanwhile.
 const quotaRetries = 5
 
+// Chunks of AlterClientQuotas: an etcd transaction takes at most 128
+// operations by default (--max-txn-ops) and 1.5 MiB.
+const (
+	quotaChunkEntities = 64
+	quotaChunkBytes    = 512 << 10
+)
+
 // AlterClientQuotas applies alterations, whose entities must be canonical
-// (meta.Canonical) and values valid (meta.ValidateQuotaValue), in one
-// transaction: all or none. Each entity's record is read and written back
-// compare-and-swapped on its revision; a concurrent change makes it read
-// again.
+// (meta.Canonical) and values valid (meta.ValidateQuotaValue): each
+// entity's record is read and written back compare-and-swapped on its
+// revision, a concurrent change making it read again. The entities go in
+// transactions of at most quotaChunkEntities entities and about
+// quotaChunkBytes: each chunk all or nothing, the chunks in order.
 func (c *Client) AlterClientQuotas(ctx context.Context, alts []QuotaAlteration) error {
+	byEntity := map[string][]QuotaAlteration{}
+	var order []string
+	for _, a := range alts {
+		k := meta.EntityString(a.Entity)
+		if _, ok := byEntity[k]; !ok {
+			order = append(order, k)
+		}
+		byEntity[k] = append(byEntity[k], a)
+	}
+	var chunk []QuotaAlteration
+	entities, size := 0, 0
+	for _, k := range order {
+		if entities > 0 && (entities >= quotaChunkEntities || size+2*len(k) > quotaChunkBytes) {
+			if err := c.alterQuotaChunk(ctx, chunk); err != nil {
+				return err
+			}
+			chunk, entities, size = nil, 0, 0
+		}
+		chunk = append(chunk, byEntity[k]...)
+		entities++
+		size += 2*len(k) + 64*len(byEntity[k])
+	}
+	if len(chunk) == 0 {
+		return nil
+	}
+	return c.alterQuotaChunk(ctx, chunk)
+}
+
+// alterQuotaChunk applies alts in one transaction.
+func (c *Client) alterQuotaChunk(ctx context.Context, alts []QuotaAlteration) error {
 	for attempt := 0; ; attempt++ {
 		var (
 			cmps []clientv3.Cmp

@@ -412,22 +412,17 @@ func (c *conn) readLoop() {
 			// (Kafka closes after a failed acks=0 produce).
 			return
 		}
-		if resp.Throttle > 0 && !c.throttle(resp.Throttle) {
-			return
+		if resp.Throttle > 0 {
+			// Muted as for a long poll, so a client that closes the
+			// connection meanwhile is noticed at once.
+			elapsed := make(chan struct{})
+			t := time.AfterFunc(resp.Throttle, func() { close(elapsed) })
+			ok := c.waitMuted(br, elapsed)
+			t.Stop()
+			if !ok {
+				return
+			}
 		}
-	}
-}
-
-// throttle stops reading the connection for d (a client over its quota,
-// Response.Throttle); it returns false if the connection closed meanwhile.
-func (c *conn) throttle(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-c.ctx.Done():
-		return false
 	}
 }
 
