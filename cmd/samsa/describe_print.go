@@ -87,6 +87,9 @@ type describeOptions struct {
 	LiveBrokers map[int32]bool
 	// Summary adds the "Partitions: ..." line at the end.
 	Summary bool
+	// Explain, if set, adds the leaders' account of each partition's
+	// replicas under its line (--explain).
+	Explain *explainResult
 }
 
 // partitionHealth answers the health questions about one partition, with
@@ -196,6 +199,9 @@ func printTopicDescriptions(w io.Writer, topics []topicDescription, opts describ
 			h := partitionHealth{p: p, minISR: t.MinISR, live: opts.LiveBrokers}
 			if h.matches(opts.Filter) {
 				bw.WriteString(formatPartitionLine(t.Name, p))
+				if opts.Explain != nil {
+					bw.WriteString(formatExplanation(t.Name, p, *opts.Explain))
+				}
 			}
 		}
 	}

@@ -26,6 +26,7 @@ func newTopicDescribeCmd(o *topicOptions) *cobra.Command {
 	var (
 		excludeInternal bool
 		summary         bool
+		explain         bool
 		filterSet       = make([]bool, len(describeFilterFlags))
 	)
 	cmd := &cobra.Command{
@@ -72,6 +73,10 @@ func newTopicDescribeCmd(o *topicOptions) *cobra.Command {
 						}
 					}
 				}
+				if explain {
+					res := fetchExplanations(ctx, adm, md, descs)
+					opts.Explain = &res
+				}
 				return printTopicDescriptions(cmd.OutOrStdout(), descs, opts)
 			})
 		},
@@ -84,6 +89,7 @@ func newTopicDescribeCmd(o *topicOptions) *cobra.Command {
 	}
 	cmd.MarkFlagsMutuallyExclusive(names...)
 	f.BoolVar(&excludeInternal, "exclude-internal", false, "leave out internal topics when no topic is named")
+	f.BoolVar(&explain, "explain", false, "under each partition, its leader's account of every replica: log end, lag, last fetch, durability, and why one is out of the ISR (samsa brokers, from their metrics listener)")
 	f.BoolVar(&summary, "summary", true, "end with a \"Partitions: ...\" health summary line (--summary=false gives kafka-topics' output alone)")
 	return cmd
 }

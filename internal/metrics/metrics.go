@@ -17,6 +17,7 @@ package metrics
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -217,14 +218,29 @@ func (m *Metrics) Truncated(_ string, _ int32, removed, committed int64) {
 func (m *Metrics) LogFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) }
 
 // Handler serves /metrics (Prometheus' text format), /healthz (200 while
-// the process serves HTTP) and /readyz (200 once the broker is ready:
-// broker.Broker.Ready; 503 with the reason otherwise).
+// the process serves HTTP), /readyz (200 once the broker is ready:
+// broker.Broker.Ready; 503 with the reason otherwise) and /v1/partitions
+// (JSON: broker.Broker.Explain, the partitions led here and their
+// replicas, for `samsa topic describe --explain`).
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /v1/partitions", func(w http.ResponseWriter, _ *http.Request) {
+		b := m.current.Get()
+		if b == nil {
+			http.Error(w, "not serving: the broker is starting or registering again", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		parts := b.Explain()
+		if parts == nil {
+			parts = []broker.PartitionExplain{}
+		}
+		json.NewEncoder(w).Encode(parts)
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// formatExplanation renders the --explain lines of one partition, each
+// indented under the partition's line, newline included.
+func formatExplanation(topic string, p partitionDescription, res explainResult) string {
+	var b strings.Builder
+	if p.Leader < 0 {
+		b.WriteString("\t\tno leader: nothing to ask\n")
+		return b.String()
+	}
+	e, ok := res.parts[partitionKey{topic, p.Partition}]
+	if !ok {
+		why := res.failed[p.Leader]
+		if why == "" {
+			why = "it does not lead the partition now"
+		}
+		fmt.Fprintf(&b, "\t\tleader %d not asked: %s\n", p.Leader, why)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "\t\tleader %d in epoch %d: high watermark %d, min.insync.replicas %d\n", e.Leader, e.LeaderEpoch, e.HighWatermark, e.MinISR)
+	for _, r := range e.Replicas {
+		b.WriteString("\t\tReplica ")
+		b.WriteString(strconv.Itoa(int(r.ID)))
+		b.WriteString(": ")
+		var parts []string
+		switch {
+		case r.Leader:
+			parts = append(parts, "leader")
+		case r.InISR:
+			parts = append(parts, "in ISR")
+		default:
+			parts = append(parts, "OUT OF ISR: "+r.Reason)
+		}
+		if r.LogEnd >= 0 {
+			parts = append(parts, "log end "+strconv.FormatInt(r.LogEnd, 10))
+		} else {
+			parts = append(parts, "log end unknown")
+		}
+		if !r.Leader && r.LogEnd >= 0 {
+			parts = append(parts, "lag "+strconv.FormatInt(r.LagRecords, 10))
+		}
+		if !r.Leader {
+			parts = append(parts, "last fetch "+agoString(r.LastFetchAgoMs))
+		}
+		if r.DurableToHighWatermark {
+			parts = append(parts, "fsync'd to the high watermark")
+		} else {
+			parts = append(parts, "not fsync'd to the high watermark")
+		}
+		b.WriteString(strings.Join(parts, ", "))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// agoString renders a duration in milliseconds ago; -1 is never.
+func agoString(ms int64) string {
+	if ms < 0 {
+		return "never in this leader epoch"
+	}
+	return (time.Duration(ms) * time.Millisecond).Round(100*time.Millisecond).String() + " ago"
+}

@@ -1,0 +1,130 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/replica"
+)
+
+// PartitionExplain is a leader's account of one partition it leads and of
+// each of its replicas: what `samsa topic describe --explain` and the
+// metrics listener's /v1/partitions show (docs/metrics.md, "Explained ISR
+// health").
+type PartitionExplain struct {
+	Topic         string        `json:"topic"`
+	Partition     int32         `json:"partition"`
+	Leader        int32         `json:"leader"`
+	LeaderEpoch   int32         `json:"leader_epoch"`
+	ISR           []int32       `json:"isr"`
+	MinISR        int32         `json:"min_insync_replicas"`
+	HighWatermark int64         `json:"high_watermark"`
+	Replicas      []ReplicaView `json:"replicas"`
+}
+
+// ReplicaView is one replica as its leader sees it.
+type ReplicaView struct {
+	ID     int32 `json:"id"`
+	Leader bool  `json:"leader"`
+	InISR  bool  `json:"in_isr"`
+	// LogEnd is the replica's durable log end: the leader's own, or the
+	// follower's last fetch offset (-1 before its first fetch in this
+	// leader epoch); LagRecords the leader's log end minus it.
+	LogEnd     int64 `json:"log_end"`
+	LagRecords int64 `json:"lag_records"`
+	// Durable: the replica has fsync'd everything up to the high
+	// watermark (followers fetch from their durable end).
+	DurableToHighWatermark bool `json:"durable_to_high_watermark"`
+	// LastFetchAgoMs and CaughtUpAgoMs are how long ago the follower last
+	// fetched and last had all the leader had; -1 if never in this epoch.
+	LastFetchAgoMs int64 `json:"last_fetch_ago_ms"`
+	CaughtUpAgoMs  int64 `json:"caught_up_ago_ms"`
+	// Reason says why a replica is not in the ISR (empty when it is).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Explain returns the partitions led here, with their replicas, sorted by
+// topic and partition.
+func (b *Broker) Explain() []PartitionExplain {
+	st := b.Status()
+	s := b.view()
+	now := time.Now()
+	var out []PartitionExplain
+	for i := range st.Partitions {
+		p := &st.Partitions[i]
+		if !p.Leading() {
+			continue
+		}
+		lp := b.partitions.get(p.Topic, p.Partition)
+		durable := p.LogEnd
+		if lp != nil && lp.Log().SyncOnAppend() {
+			durable = lp.Log().FlushedOffset()
+		}
+		e := PartitionExplain{Topic: p.Topic, Partition: p.Partition, Leader: b.cfg.NodeID, LeaderEpoch: p.LeaderEpoch,
+			ISR: p.ISR, MinISR: p.MinInsyncReplicas, HighWatermark: p.HighWatermark}
+		for _, id := range p.Replicas {
+			v := ReplicaView{ID: id, InISR: slices.Contains(p.ISR, id), LastFetchAgoMs: -1, CaughtUpAgoMs: -1}
+			if id == b.cfg.NodeID {
+				v.Leader, v.LogEnd = true, durable
+				v.DurableToHighWatermark = durable >= p.HighWatermark
+				e.Replicas = append(e.Replicas, v)
+				continue
+			}
+			var f *replica.FollowerStatus
+			for j := range p.Followers {
+				if p.Followers[j].ID == id {
+					f = &p.Followers[j]
+				}
+			}
+			if f != nil {
+				v.LogEnd = f.LogEnd
+				if !f.LastFetch.IsZero() {
+					v.LastFetchAgoMs = now.Sub(f.LastFetch).Milliseconds()
+				}
+				if !f.LastCaughtUp.IsZero() {
+					v.CaughtUpAgoMs = now.Sub(f.LastCaughtUp).Milliseconds()
+				}
+			} else {
+				v.LogEnd = -1
+			}
+			if v.LogEnd >= 0 {
+				v.LagRecords = max(p.LogEnd-v.LogEnd, 0)
+				v.DurableToHighWatermark = v.LogEnd >= p.HighWatermark
+			}
+			if !v.InISR {
+				v.Reason = b.outOfISRReason(s, id, v, p.HighWatermark)
+			}
+			e.Replicas = append(e.Replicas, v)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// outOfISRReason says why follower id, seen as v, is not in the ISR, from
+// what the leader knows now: its broker's registration, then its fetches.
+func (b *Broker) outOfISRReason(s *coord.Snapshot, id int32, v ReplicaView, hw int64) string {
+	vb, registered := s.Brokers[id]
+	ago := func(ms int64) string {
+		if ms < 0 {
+			return "never in this leader epoch"
+		}
+		return (time.Duration(ms) * time.Millisecond).Round(100*time.Millisecond).String() + " ago"
+	}
+	switch {
+	case !registered:
+		return "broker not registered: down, or its etcd session was lost"
+	case vb.ShuttingDown:
+		return "broker in controlled shutdown"
+	case vb.Recovering:
+		return "broker recovering from an unclean shutdown: it may not rejoin until its registration is cleared (docs/replication.md)"
+	case v.LogEnd < 0:
+		return "has not fetched in this leader epoch yet"
+	case v.LogEnd < hw:
+		return fmt.Sprintf("catching up: %d records behind the high watermark, last caught up %s (replica.lag.time.max.ms %d)",
+			hw-v.LogEnd, ago(v.CaughtUpAgoMs), b.cfg.ReplicaLagTimeMax.Milliseconds())
+	}
+	return "caught up with the high watermark: joining the ISR once it reaches the start of the leader epoch"
+}
