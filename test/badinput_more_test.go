@@ -187,6 +187,7 @@ func TestBadInputMore(t *testing.T) {
 			// 400 MB or so that inflating all 200 MB would take.
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
+			rc.slow = time.Minute
 			got := badProduceCodes(rc.roundTrip(badProduceRequest(-1, badPart{badTopic, 0, batch})))
 			runtime.ReadMemStats(&after)
 			if !slices.Equal(got, []int16{kerr.MessageTooLarge.Code}) {

@@ -48,6 +48,11 @@ type badConn struct {
 	t    *testing.T
 	c    net.Conn
 	corr int32
+	// slow, if longer than badTimeout, is how long a response may take:
+	// work the broker must do in full before refusing (a gzip bomb
+	// inflated to its cap takes seconds under the race detector, and
+	// several times that on a loaded CI machine).
+	slow time.Duration
 }
 
 func dialBad(t *testing.T, addr string) *badConn {
@@ -82,10 +87,11 @@ func (rc *badConn) roundTrip(req kmsg.Request) kmsg.Response {
 	return rc.readResponse(req, rc.corr)
 }
 
-// readResponse reads one response to req, sent with correlation id corr.
+// readResponse reads one response to req, sent with correlation id corr,
+// within badTimeout or rc.slow.
 func (rc *badConn) readResponse(req kmsg.Request, corr int32) kmsg.Response {
 	rc.t.Helper()
-	rc.c.SetReadDeadline(time.Now().Add(badTimeout))
+	rc.c.SetReadDeadline(time.Now().Add(max(badTimeout, rc.slow)))
 	frame, err := protocol.ReadResponse(rc.c, 64<<20)
 	if err != nil {
 		rc.t.Fatalf("read response to key %d v%d: %v", req.Key(), req.GetVersion(), err)

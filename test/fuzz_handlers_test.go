@@ -171,9 +171,10 @@ var fuzzTopics = []fuzzTopicSpec{
 var fuzzServedVersions = map[int16][2]int16{
 	0: {3, 12}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 8: {2, 8}, 9: {1, 8},
 	10: {0, 4}, 11: {0, 9}, 12: {0, 4}, 13: {0, 4}, 14: {0, 5}, 15: {0, 5},
-	16: {0, 4}, 17: {0, 1}, 18: {0, 3}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}, 23: {2, 4},
+	16: {0, 4}, 17: {0, 1}, 18: {0, 3}, 19: {2, 7}, 20: {1, 6}, 21: {0, 2}, 22: {0, 4}, 23: {2, 4},
 	24: {0, 5}, 25: {0, 4}, 26: {0, 5}, 27: {1, 1}, 28: {0, 5},
-	29: {0, 3}, 30: {0, 3}, 31: {0, 3}, 32: {1, 4}, 33: {0, 2}, 36: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
+	29: {0, 3}, 30: {0, 3}, 31: {0, 3}, 32: {1, 4}, 33: {0, 2}, 35: {0, 5}, 36: {0, 2}, 37: {0, 3}, 42: {0, 2}, 43: {0, 2}, 44: {0, 1}, 47: {0, 0},
+	48: {0, 1}, 49: {0, 1},
 	50: {0, 0}, 51: {0, 0}, 60: {0, 1}, 61: {0, 0}, 65: {0, 0}, 66: {0, 1},
 }
 
@@ -1504,6 +1505,71 @@ func fuzzSeedRequests(key, v int16, now int64) []kmsg.Request {
 			some.DurationFilterMillis = 1000
 		}
 		return []kmsg.Request{set(all), set(some)}
+	case 21:
+		// Below the high watermark, the high watermark (-1), past it,
+		// a compacted topic, an unknown one; a short timeout.
+		r := kmsg.NewPtrDeleteRecordsRequest()
+		r.TimeoutMillis = 200
+		for _, tp := range []struct {
+			topic  string
+			offset []int64
+		}{{"fuzz", []int64{1, -1}}, {"fuzz-compact", []int64{-1}}, {"missing", []int64{0}}} {
+			t := kmsg.NewDeleteRecordsRequestTopic()
+			t.Topic = tp.topic
+			for i, o := range tp.offset {
+				p := kmsg.NewDeleteRecordsRequestTopicPartition()
+				p.Partition, p.Offset = int32(i), o
+				t.Partitions = append(t.Partitions, p)
+			}
+			r.Topics = append(r.Topics, t)
+		}
+		past := kmsg.NewPtrDeleteRecordsRequest()
+		t := kmsg.NewDeleteRecordsRequestTopic()
+		t.Topic = "fuzz"
+		p := kmsg.NewDeleteRecordsRequestTopicPartition()
+		p.Partition, p.Offset = 1, 1<<40
+		t.Partitions = append(t.Partitions, p)
+		past.Topics = append(past.Topics, t)
+		return []kmsg.Request{set(r), set(past)}
+	case 35:
+		all := kmsg.NewPtrDescribeLogDirsRequest()
+		some := kmsg.NewPtrDescribeLogDirsRequest()
+		for _, name := range []string{"fuzz", "missing"} {
+			t := kmsg.NewDescribeLogDirsRequestTopic()
+			t.Topic, t.Partitions = name, []int32{0, 1, 9}
+			some.Topics = append(some.Topics, t)
+		}
+		return []kmsg.Request{set(all), set(some)}
+	case 48:
+		all := kmsg.NewPtrDescribeClientQuotasRequest()
+		some := kmsg.NewPtrDescribeClientQuotasRequest()
+		some.Strict = true
+		c := kmsg.NewDescribeClientQuotasRequestComponent()
+		c.EntityType, c.MatchType, c.Match = "client-id", kmsg.QuotasMatchTypeExact, str("fuzz")
+		bad := kmsg.NewDescribeClientQuotasRequestComponent()
+		bad.EntityType, bad.MatchType = "group", 7
+		some.Components = append(some.Components, c)
+		odd := kmsg.NewPtrDescribeClientQuotasRequest()
+		odd.Components = append(odd.Components, c, bad)
+		return []kmsg.Request{set(all), set(some), set(odd)}
+	case 49:
+		r := kmsg.NewPtrAlterClientQuotasRequest()
+		entry := func(typ string, name *string, key string, value float64, remove bool) {
+			e := kmsg.NewAlterClientQuotasRequestEntry()
+			ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			ent.Type, ent.Name = typ, name
+			e.Entity = append(e.Entity, ent)
+			op := kmsg.NewAlterClientQuotasRequestEntryOp()
+			op.Key, op.Value, op.Remove = key, value, remove
+			e.Ops = append(e.Ops, op)
+			r.Entries = append(r.Entries, e)
+		}
+		// A quota far above what the seeds produce: no seed is throttled.
+		entry("client-id", str("fuzz-quota"), "producer_byte_rate", 1<<40, false)
+		entry("user", nil, "consumer_byte_rate", -1, false)
+		entry("ip", str("not-an-ip"), "connection_creation_rate", 5, false)
+		entry("client-id", str("fuzz-quota"), "request_percentage", 0, true)
+		return []kmsg.Request{set(r)}
 	case 47:
 		r := kmsg.NewPtrOffsetDeleteRequest()
 		r.Group = fuzzGroup

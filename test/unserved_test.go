@@ -171,7 +171,8 @@ func TestUnservedKafkaGo(t *testing.T) {
 			return nil, resp.Error
 		},
 	}, {
-		name: "AlterClientQuotas", want: kafka.UnsupportedVersion,
+		// Served since issue 14: set, then described below.
+		name: "AlterClientQuotas",
 		call: func() (error, error) {
 			resp, err := cl.AlterClientQuotas(ctx, &kafka.AlterClientQuotasRequest{Addr: addr, Entries: []kafka.AlterClientQuotaEntry{{
 				Entities: []kafka.AlterClientQuotaEntity{{EntityType: "client-id", EntityName: "app"}},
@@ -186,12 +187,17 @@ func TestUnservedKafkaGo(t *testing.T) {
 			return nil, resp.Entries[0].Error
 		},
 	}, {
-		// kafka-go drops DescribeClientQuotas' top-level error (its
-		// Client never sets Error): the call must only be answered.
+		// Served since issue 14: the quota set above.
 		name: "DescribeClientQuotas",
 		call: func() (error, error) {
-			_, err := cl.DescribeClientQuotas(ctx, &kafka.DescribeClientQuotasRequest{Addr: addr})
-			return err, nil
+			resp, err := cl.DescribeClientQuotas(ctx, &kafka.DescribeClientQuotasRequest{Addr: addr})
+			if err != nil {
+				return err, nil
+			}
+			if len(resp.Entries) != 1 || len(resp.Entries[0].Values) != 1 || resp.Entries[0].Values[0].Value != 1024 {
+				return fmt.Errorf("entries %+v, want the quota set", resp.Entries), nil
+			}
+			return nil, nil
 		},
 	}, {
 		name: "AlterPartitionReassignments", want: kafka.UnsupportedVersion,
