@@ -20,6 +20,7 @@ type electOptions struct {
 	topic        string
 	partition    int32
 	all          bool
+	dryRun       bool
 }
 
 func newClusterElectCmd(o *extraOptions) *cobra.Command {
@@ -33,7 +34,17 @@ func newClusterElectCmd(o *extraOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if e.dryRun && how != kadm.ElectLiveReplica {
+				return fmt.Errorf("--dry-run goes with --election-type unclean")
+			}
 			return e.withAdmin(cmd, func(ctx context.Context, adm *kadm.Client) error {
+				if e.dryRun {
+					lines, err := uncleanDryRun(ctx, adm, set)
+					if err != nil {
+						return err
+					}
+					return printDryRun(cmd.OutOrStdout(), lines)
+				}
 				res, err := adm.ElectLeaders(ctx, how, set)
 				if err != nil {
 					return err
@@ -47,6 +58,7 @@ func newClusterElectCmd(o *extraOptions) *cobra.Command {
 	f.StringVar(&e.topic, "topic", "", "elect for this topic only")
 	f.Int32Var(&e.partition, "partition", -1, "with --topic: elect for this partition only")
 	f.BoolVar(&e.all, "all-topic-partitions", false, "elect for every partition")
+	f.BoolVar(&e.dryRun, "dry-run", false, "with --election-type unclean: elect nothing; print, per partition without a live leader, the replica an unclean election would choose and the records it would lose (samsa brokers, from their metrics listeners)")
 	return cmd
 }
 
@@ -72,6 +84,20 @@ func (e *electOptions) request() (kadm.ElectLeadersHow, kadm.TopicsSet, error) {
 		return how, kadm.TopicsSet{e.topic: {e.partition: {}}}, nil
 	}
 	return how, kadm.TopicsSet{e.topic: nil}, nil
+}
+
+// printDryRun prints the dry run's verdicts, one line per partition.
+func printDryRun(w io.Writer, lines []dryRunLine) error {
+	for _, l := range lines {
+		tp := l.topic
+		if l.partition >= 0 {
+			tp += "-" + strconv.Itoa(int(l.partition))
+		}
+		if _, err := fmt.Fprintf(w, "Partition %s: %s\n", tp, l.text); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // printElections prints one line per partition, sorted, in the words of

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -73,15 +74,35 @@ func fetchExplanations(ctx context.Context, adm *kadm.Client, md kadm.Metadata, 
 			}
 		}
 	}
-	if len(leaders) == 0 {
-		return res
-	}
-	configs, err := adm.DescribeBrokerConfigs(ctx, leaders...)
-	if err != nil {
-		for _, id := range leaders {
-			res.failed[id] = "describing its configs: " + err.Error()
+	urls, failed := brokerMetricsURLs(ctx, adm, md, leaders)
+	maps.Copy(res.failed, failed)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for id, u := range urls {
+		var parts []explainedPartition
+		if err := getJSON(ctx, client, u+"/v1/partitions", &parts); err != nil {
+			res.failed[id] = err.Error()
+			continue
 		}
-		return res
+		for _, p := range parts {
+			res.parts[partitionKey{p.Topic, p.Partition}] = p
+		}
+	}
+	return res
+}
+
+// brokerMetricsURLs finds the metrics listeners of brokers ids through
+// their metrics.listener config; failed says why one has none.
+func brokerMetricsURLs(ctx context.Context, adm *kadm.Client, md kadm.Metadata, ids []int32) (urls, failed map[int32]string) {
+	urls, failed = map[int32]string{}, map[int32]string{}
+	if len(ids) == 0 {
+		return urls, failed
+	}
+	configs, err := adm.DescribeBrokerConfigs(ctx, ids...)
+	if err != nil {
+		for _, id := range ids {
+			failed[id] = "describing its configs: " + err.Error()
+		}
+		return urls, failed
 	}
 	listeners := map[int32]string{}
 	for _, rc := range configs {
@@ -95,28 +116,20 @@ func fetchExplanations(ctx context.Context, adm *kadm.Client, md kadm.Metadata, 
 			}
 		}
 	}
-	client := &http.Client{Timeout: 10 * time.Second}
-	for _, id := range leaders {
+	for _, id := range ids {
 		base, ok := listeners[id]
 		if !ok || base == "" {
-			res.failed[id] = "it reports no metrics.listener (not a samsa broker, or none configured)"
+			failed[id] = "it reports no metrics.listener (not a samsa broker, or none configured)"
 			continue
 		}
 		u, err := metricsURL(base, md.Brokers, id)
 		if err != nil {
-			res.failed[id] = err.Error()
+			failed[id] = err.Error()
 			continue
 		}
-		parts, err := getExplanations(ctx, client, u+"/v1/partitions")
-		if err != nil {
-			res.failed[id] = err.Error()
-			continue
-		}
-		for _, p := range parts {
-			res.parts[partitionKey{p.Topic, p.Partition}] = p
-		}
+		urls[id] = u
 	}
-	return res
+	return urls, failed
 }
 
 // metricsURL is a broker's metrics listener as reachable from here: a
@@ -141,23 +154,23 @@ func metricsURL(listener string, brokers kadm.BrokerDetails, id int32) (string, 
 	return u.String(), nil
 }
 
-func getExplanations(ctx context.Context, client *http.Client, u string) ([]explainedPartition, error) {
+// getJSON GETs u and decodes its JSON body into v.
+func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
+		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
 	}
-	var parts []explainedPartition
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&parts); err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(v); err != nil {
+		return fmt.Errorf("GET %s: %w", u, err)
 	}
-	return parts, nil
+	return nil
 }

@@ -128,3 +128,29 @@ func (b *Broker) outOfISRReason(s *coord.Snapshot, id int32, v ReplicaView, hw i
 	}
 	return "caught up with the high watermark: joining the ISR once it reaches the start of the leader epoch"
 }
+
+// ReplicaState is one replica hosted here, as it knows itself: what an
+// unclean-election dry run compares (`samsa cluster elect-leaders
+// --election-type unclean --dry-run`, the metrics listener's
+// /v1/replicas).
+type ReplicaState struct {
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Role          string `json:"role"`
+	LeaderEpoch   int32  `json:"leader_epoch"`
+	LogStart      int64  `json:"log_start"`
+	LogEnd        int64  `json:"log_end"`
+	HighWatermark int64  `json:"high_watermark"`
+}
+
+// Replicas returns every replica hosted here, sorted by topic and
+// partition.
+func (b *Broker) Replicas() []ReplicaState {
+	st := b.Status()
+	out := make([]ReplicaState, 0, len(st.Partitions))
+	for _, p := range st.Partitions {
+		out = append(out, ReplicaState{Topic: p.Topic, Partition: p.Partition, Role: p.Role.String(), LeaderEpoch: p.LeaderEpoch,
+			LogStart: p.LogStart, LogEnd: p.LogEnd, HighWatermark: p.HighWatermark})
+	}
+	return out
+}

@@ -219,9 +219,11 @@ func (m *Metrics) LogFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) 
 
 // Handler serves /metrics (Prometheus' text format), /healthz (200 while
 // the process serves HTTP), /readyz (200 once the broker is ready:
-// broker.Broker.Ready; 503 with the reason otherwise) and /v1/partitions
+// broker.Broker.Ready; 503 with the reason otherwise), /v1/partitions
 // (JSON: broker.Broker.Explain, the partitions led here and their
-// replicas, for `samsa topic describe --explain`).
+// replicas, for `samsa topic describe --explain`) and /v1/replicas (JSON:
+// broker.Broker.Replicas, every replica hosted here, for the
+// unclean-election dry run).
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
@@ -229,19 +231,24 @@ func (m *Metrics) Handler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /v1/partitions", func(w http.ResponseWriter, _ *http.Request) {
-		b := m.current.Get()
-		if b == nil {
-			http.Error(w, "not serving: the broker is starting or registering again", http.StatusServiceUnavailable)
-			return
+	serveJSON := func(view func(b *broker.Broker) any) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			b := m.current.Get()
+			if b == nil {
+				http.Error(w, "not serving: the broker is starting or registering again", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(view(b))
 		}
-		w.Header().Set("Content-Type", "application/json")
-		parts := b.Explain()
-		if parts == nil {
-			parts = []broker.PartitionExplain{}
+	}
+	mux.HandleFunc("GET /v1/partitions", serveJSON(func(b *broker.Broker) any {
+		if parts := b.Explain(); parts != nil {
+			return parts
 		}
-		json.NewEncoder(w).Encode(parts)
-	})
+		return []broker.PartitionExplain{}
+	}))
+	mux.HandleFunc("GET /v1/replicas", serveJSON(func(b *broker.Broker) any { return b.Replicas() }))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		b := m.current.Get()
