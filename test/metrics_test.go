@@ -165,6 +165,7 @@ func TestMetricsCluster(t *testing.T) {
 		{"samsa_requests_total", map[string]string{"api": "Produce"}},
 		{"samsa_request_duration_seconds", map[string]string{"api": "Produce", "phase": "remote"}},
 		{"samsa_log_flush_duration_seconds", nil},
+		{"samsa_etcd_session_renewal_seconds", map[string]string{"outcome": "ok"}},
 	} {
 		if v, err := clusterMetricSum(t, c, all, m.name, m.want); err != nil || v <= 0 {
 			t.Errorf("%s%v = %v (%v), want > 0", m.name, m.want, v, err)

@@ -477,7 +477,7 @@ func (b *Broker) register(ctx context.Context) (*coord.Session, error) {
 	deadline := time.Now().Add(b.cfg.SessionTimeout + registerRetryWindow)
 	for logged := false; ; logged = true {
 		s, err := b.liveness.RegisterBroker(ctx, b.advertised, b.cfg.SessionTimeout,
-			coord.ReplacingLease(previousLease(b.cfg.DataDir)))
+			coord.ReplacingLease(previousLease(b.cfg.DataDir)), coord.OnRenewal(b.observer().SessionRenewal))
 		if err == nil {
 			if err := recordLease(b.cfg.DataDir, s.LeaseID()); err != nil {
 				s.Close(ctx)

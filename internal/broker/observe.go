@@ -37,6 +37,9 @@ type Observer interface {
 	// high watermark, so may have been acknowledged to a producer: never
 	// but after an unclean election.
 	Truncated(topic string, partition int32, removed, committed int64)
+	// SessionRenewal: one renewal of the broker's etcd session (a lease
+	// keepalive and a heartbeat write, together) took d; ok: it renewed.
+	SessionRenewal(d time.Duration, ok bool)
 }
 
 // nopObserver observes nothing.
@@ -49,6 +52,7 @@ func (nopObserver) ISRChanged(string, int32, bool, bool)  {}
 func (nopObserver) UncleanElection(string, int32)         {}
 func (nopObserver) LogFlushed(time.Duration)              {}
 func (nopObserver) Truncated(string, int32, int64, int64) {}
+func (nopObserver) SessionRenewal(time.Duration, bool)    {}
 
 // observer returns the configured Observer, or one that observes nothing.
 func (b *Broker) observer() Observer {

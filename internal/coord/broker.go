@@ -51,6 +51,8 @@ type Session struct {
 	// ending is set by Close before it revokes the lease: from then on
 	// the registration may vanish at any moment, so Live is false.
 	ending atomic.Bool
+	// onRenewal, if set, is told of each renewal attempt (OnRenewal).
+	onRenewal func(d time.Duration, ok bool)
 
 	stop context.CancelFunc // stops the keepalive
 	done chan struct{}      // closed when the keepalive goroutine exits
@@ -72,6 +74,16 @@ type RegisterOption func(*registerOptions)
 type registerOptions struct {
 	// replaceLease is the lease of a registration that may be replaced.
 	replaceLease int64
+	// onRenewal is told of every background renewal attempt.
+	onRenewal func(d time.Duration, ok bool)
+}
+
+// OnRenewal has the session report every renewal attempt of its
+// keepalive loop (an etcd keepalive and a heartbeat write sent together):
+// how long it took and whether it renewed the session (metrics). fn must
+// be quick; it runs on the keepalive goroutine.
+func OnRenewal(fn func(d time.Duration, ok bool)) RegisterOption {
+	return func(o *registerOptions) { o.onRenewal = fn }
 }
 
 // ReplacingLease lets RegisterBroker revoke and replace a registration
@@ -176,6 +188,7 @@ func (c *Client) RegisterBroker(ctx context.Context, b meta.Broker, ttl time.Dur
 		heartbeat:      hb,
 		base:           time.Now(),
 		done:           make(chan struct{}),
+		onRenewal:      ro.onRenewal,
 	}
 	// Renew and beat once in the foreground: Grant and Txn may have
 	// waited on a reconnecting etcd for a good part of the TTL, and the
@@ -305,6 +318,9 @@ func (s *Session) run(ctx context.Context, deadline time.Time) {
 			} else {
 				err = berr
 			}
+		}
+		if s.onRenewal != nil && ctx.Err() == nil {
+			s.onRenewal(time.Since(sent), err == nil && resp.TTL > 0)
 		}
 		switch {
 		case err == nil && resp.TTL > 0:

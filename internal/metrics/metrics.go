@@ -60,6 +60,7 @@ type Metrics struct {
 	logFlush      prometheus.Histogram
 	truncated     prometheus.Counter
 	truncatedHW   prometheus.Counter
+	renewals      *prometheus.HistogramVec
 
 	// apiNames caches the label of each API key.
 	apiNames sync.Map // int16 -> string
@@ -99,7 +100,10 @@ func New(current *broker.Current) *Metrics {
 		Help: "Records followers on this broker removed by truncation (a divergence from the leader, or a log emptied to restart at the leader's log start)."})
 	m.truncatedHW = prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "truncated_committed_records_total",
 		Help: "Truncated records that lay below the replica's high watermark, so may have been acknowledged: 0 but after an unclean election."})
-	m.reg.MustRegister(m.truncated, m.truncatedHW)
+	m.renewals = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "etcd_session_renewal_seconds",
+		Help:    "Round trips of the etcd session's renewals (a lease keepalive and a heartbeat write, sent together), by outcome: ok, or failed (etcd unreachable, slow or leaderless).",
+		Buckets: latency}, []string{"outcome"})
+	m.reg.MustRegister(m.truncated, m.truncatedHW, m.renewals)
 	m.reg.MustRegister(m.requests, m.requestErrors, m.requestTime, m.bytesIn, m.messagesIn, m.bytesOut,
 		m.replBytesOut, m.isrShrinks, m.isrExpands, m.unclean, m.logFlush, &statusCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -212,6 +216,15 @@ func (m *Metrics) UncleanElection(string, int32) { m.unclean.Inc() }
 func (m *Metrics) Truncated(_ string, _ int32, removed, committed int64) {
 	m.truncated.Add(float64(removed))
 	m.truncatedHW.Add(float64(committed))
+}
+
+// SessionRenewal implements broker.Observer.
+func (m *Metrics) SessionRenewal(d time.Duration, ok bool) {
+	outcome := "ok"
+	if !ok {
+		outcome = "failed"
+	}
+	m.renewals.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
 // LogFlushed implements broker.Observer.
