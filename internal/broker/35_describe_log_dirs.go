@@ -15,9 +15,11 @@ package broker
 // CLUSTER_AUTHORIZATION_FAILED from v3, no directory before.
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,13 +49,7 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, req *protocol.Request)
 	parts := slices.Collect(maps.Values(b.partitions.parts))
 	b.partitions.mu.RUnlock()
 	slices.SortFunc(parts, func(x, y *localPartition) int {
-		if x.Topic != y.Topic {
-			if x.Topic < y.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(x.Index - y.Index)
+		return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Index, y.Index))
 	})
 	dir := kmsg.NewDescribeLogDirsResponseDir()
 	dir.Dir = b.cfg.logDir()

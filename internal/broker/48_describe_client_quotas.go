@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -70,7 +71,7 @@ func (b *Broker) handleDescribeClientQuotas(_ context.Context, req *protocol.Req
 	s := b.view()
 	quotas := slices.Collect(maps.Values(s.Quotas))
 	slices.SortFunc(quotas, func(x, y meta.ClientQuota) int {
-		return cmpString(meta.EntityString(x.Entity), meta.EntityString(y.Entity))
+		return strings.Compare(meta.EntityString(x.Entity), meta.EntityString(y.Entity))
 	})
 	for _, q := range quotas {
 		if !quotaMatches(q.Entity, exact, anyOf, r.Strict) {
@@ -93,16 +94,6 @@ func (b *Broker) handleDescribeClientQuotas(_ context.Context, req *protocol.Req
 }
 
 func hasKey[V any](m map[string]V, k string) bool { _, ok := m[k]; return ok }
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // quotaMatches is Kafka's ClientQuotasImage.matches.
 func quotaMatches(entity []meta.QuotaComponent, exact map[string]*string, anyOf map[string]bool, strict bool) bool {

@@ -1,9 +1,11 @@
 package broker
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/replica"
@@ -96,13 +98,7 @@ func (b *Broker) Status() Status {
 		st.Partitions = append(st.Partitions, ps)
 	}
 	slices.SortFunc(st.Partitions, func(a, b PartitionStatus) int {
-		if a.Topic != b.Topic {
-			if a.Topic < b.Topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.Partition - b.Partition)
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return st
 }
