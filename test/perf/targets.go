@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -269,7 +270,11 @@ func startSamsaAt(ctx context.Context, bin, dir string, ports []int) (*running, 
 			"--override", fmt.Sprintf("metadata.etcd.client.url=http://127.0.0.1:%d", ports[3*i+1]),
 			"--override", fmt.Sprintf("metadata.etcd.peer.url=http://127.0.0.1:%d", ports[3*i+2]),
 			"--override", "metadata.etcd.initial.cluster=" + strings.Join(members, ","),
-			"--override", "metrics.listener=http://127.0.0.1:0",
+		}
+		if knowsSetting(bin, "metrics.listener") {
+			// Builds with a metrics listener (default localhost:9644)
+			// get a port each; older baselines know no such setting.
+			args = append(args, "--override", "metrics.listener=http://127.0.0.1:0")
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			r.stop()
@@ -288,6 +293,23 @@ func startSamsaAt(ctx context.Context, bin, dir string, ports []int) (*running, 
 		return nil, err
 	}
 	return r, nil
+}
+
+// knownSettings caches knowsSetting's answers by binary and setting.
+var knownSettings sync.Map
+
+// knowsSetting reports whether samsa binary bin accepts setting key: a
+// server started with it and then an invalid log.dirs fails on the
+// latter, before it binds or writes anything, unless it refused key.
+func knowsSetting(bin, key string) bool {
+	ck := bin + "\x00" + key
+	if v, ok := knownSettings.Load(ck); ok {
+		return v.(bool)
+	}
+	out, _ := exec.Command(bin, "server", "--override", key+"=http://127.0.0.1:0", "--override", "log.dirs=/nonexistent-a,/nonexistent-b").CombinedOutput()
+	known := !strings.Contains(string(out), "unknown setting")
+	knownSettings.Store(ck, known)
+	return known
 }
 
 // startKfake starts this program as a kfake server on disk.
