@@ -46,6 +46,11 @@ func TestTopicDescribeExplain(t *testing.T) {
 		"Replica 1: leader, log end 20, fsync'd to the high watermark",
 		"Replica 2: in ISR, log end 20, lag 0, last fetch",
 		"Replica 3: OUT OF ISR: broker not registered",
+		// The ISR history in etcd: the controller took broker 3 out
+		// when it began its controlled shutdown.
+		"ISR history (newest first, 1 of 1 kept):",
+		"partition epoch 1, by controller ",
+		"ISR [1,2,3] -> [1,2]: dead, shutting-down or recovering brokers removed from the ISR: broker 3 is in controlled shutdown",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

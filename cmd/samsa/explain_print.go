@@ -57,6 +57,48 @@ func formatExplanation(topic string, p partitionDescription, res explainResult) 
 		b.WriteString(strings.Join(parts, ", "))
 		b.WriteByte('\n')
 	}
+	writeHistory(&b, e)
+	return b.String()
+}
+
+// historyShown is how many of a partition's ISR changes --explain prints,
+// newest first.
+const historyShown = 5
+
+// writeHistory renders the partition's ISR history, newest change first.
+func writeHistory(b *strings.Builder, e explainedPartition) {
+	switch {
+	case e.HistoryError != "":
+		fmt.Fprintf(b, "\t\tISR history: not read: %s\n", e.HistoryError)
+		return
+	case len(e.History) == 0:
+		b.WriteString("\t\tISR history: no change since the partition was created\n")
+		return
+	}
+	shown := min(len(e.History), historyShown)
+	fmt.Fprintf(b, "\t\tISR history (newest first, %d of %d kept):\n", shown, len(e.History))
+	for i := len(e.History) - 1; i >= len(e.History)-shown; i-- {
+		b.WriteString("\t\t  ")
+		b.WriteString(formatChange(e.History[i]))
+		b.WriteByte('\n')
+	}
+}
+
+// formatChange renders one ISR change on one line.
+func formatChange(c explainedChange) string {
+	leader := func(id int32) string {
+		if id < 0 {
+			return "none"
+		}
+		return strconv.Itoa(int(id))
+	}
+	var b strings.Builder
+	b.WriteString(time.UnixMilli(c.TimeUnixMs).UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, " partition epoch %d, by %s: ", c.PartitionEpoch, c.By)
+	if c.Leader != c.PreviousLeader {
+		fmt.Fprintf(&b, "leader %s -> %s (leader epoch %d), ", leader(c.PreviousLeader), leader(c.Leader), c.LeaderEpoch)
+	}
+	fmt.Fprintf(&b, "ISR [%s] -> [%s]: %s", joinIDs(c.PreviousISR), joinIDs(c.ISR), c.Reason)
 	return b.String()
 }
 

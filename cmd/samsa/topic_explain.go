@@ -33,6 +33,22 @@ type explainedPartition struct {
 	MinISR        int32              `json:"min_insync_replicas"`
 	HighWatermark int64              `json:"high_watermark"`
 	Replicas      []explainedReplica `json:"replicas"`
+	History       []explainedChange  `json:"history"`
+	HistoryError  string             `json:"history_error"`
+}
+
+// explainedChange is one change of the partition's ISR history (kept in
+// etcd by the brokers, oldest first).
+type explainedChange struct {
+	TimeUnixMs     int64   `json:"time_unix_ms"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	ISR            []int32 `json:"isr"`
+	PreviousLeader int32   `json:"previous_leader"`
+	PreviousISR    []int32 `json:"previous_isr"`
+	By             string  `json:"by"`
+	Reason         string  `json:"reason"`
 }
 
 type explainedReplica struct {
@@ -77,9 +93,13 @@ func fetchExplanations(ctx context.Context, adm *kadm.Client, md kadm.Metadata, 
 	urls, failed := brokerMetricsURLs(ctx, adm, md, leaders)
 	maps.Copy(res.failed, failed)
 	client := &http.Client{Timeout: 10 * time.Second}
+	q := url.Values{"history": {"1"}}
+	for _, t := range descs {
+		q.Add("topic", t.Name)
+	}
 	for id, u := range urls {
 		var parts []explainedPartition
-		if err := getJSON(ctx, client, u+"/v1/partitions", &parts); err != nil {
+		if err := getJSON(ctx, client, u+"/v1/partitions?"+q.Encode(), &parts); err != nil {
 			res.failed[id] = err.Error()
 			continue
 		}

@@ -1,11 +1,13 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
@@ -22,6 +24,11 @@ type PartitionExplain struct {
 	MinISR        int32         `json:"min_insync_replicas"`
 	HighWatermark int64         `json:"high_watermark"`
 	Replicas      []ReplicaView `json:"replicas"`
+	// History is the partition's ISR history from etcd, oldest change
+	// first (coord.ISRHistoryLen at most); HistoryError says why it is
+	// missing when it could not be read.
+	History      []meta.ISRChange `json:"history,omitempty"`
+	HistoryError string           `json:"history_error,omitempty"`
 }
 
 // ReplicaView is one replica as its leader sees it.
@@ -45,16 +52,20 @@ type ReplicaView struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Explain returns the partitions led here, with their replicas, sorted by
-// topic and partition.
-func (b *Broker) Explain() []PartitionExplain {
+// historyTimeout bounds the etcd reads of an explanation's ISR history.
+const historyTimeout = 2 * time.Second
+
+// Explain returns the partitions led here (of topics only, if any are
+// given), with their replicas, sorted by topic and partition: this
+// broker's own state, no request is made.
+func (b *Broker) Explain(topics ...string) []PartitionExplain {
 	st := b.Status()
 	s := b.view()
 	now := time.Now()
 	var out []PartitionExplain
 	for i := range st.Partitions {
 		p := &st.Partitions[i]
-		if !p.Leading() {
+		if !p.Leading() || len(topics) > 0 && !slices.Contains(topics, p.Topic) {
 			continue
 		}
 		lp := b.partitions.get(p.Topic, p.Partition)
@@ -101,6 +112,48 @@ func (b *Broker) Explain() []PartitionExplain {
 		out = append(out, e)
 	}
 	return out
+}
+
+// ExplainWithHistory is Explain with each partition's ISR history read
+// from etcd (one serializable read per topic, bounded by historyTimeout).
+func (b *Broker) ExplainWithHistory(ctx context.Context, topics ...string) []PartitionExplain {
+	parts := b.Explain(topics...)
+	ctx, cancel := context.WithTimeout(ctx, historyTimeout)
+	defer cancel()
+	s := b.view()
+	type result struct {
+		history map[int32][]meta.ISRChange
+		err     error
+	}
+	read := map[string]result{}
+	for i := range parts {
+		e := &parts[i]
+		r, ok := read[e.Topic]
+		if !ok {
+			if vt, known := s.Topics[e.Topic]; known {
+				r.history, r.err = b.ISRHistory(ctx, vt.Topic.ID)
+			} else {
+				r.err = fmt.Errorf("topic %q is not in this broker's metadata", e.Topic)
+			}
+			read[e.Topic] = r
+		}
+		if r.err != nil {
+			e.HistoryError = r.err.Error()
+			continue
+		}
+		e.History = r.history[e.Partition]
+	}
+	return parts
+}
+
+// ISRChange is one change of a partition's ISR history, as etcd keeps it
+// (for readers that do not import internal/meta: the console).
+type ISRChange = meta.ISRChange
+
+// ISRHistory returns the ISR history of the topic with id id, by
+// partition, oldest change first (coord.Client.ISRHistory).
+func (b *Broker) ISRHistory(ctx context.Context, id meta.TopicID) (map[int32][]meta.ISRChange, error) {
+	return b.client.ISRHistory(ctx, id)
 }
 
 // outOfISRReason says why follower id, seen as v, is not in the ISR, from

@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/coord"
+	"github.com/samsa-io/samsa/internal/meta"
 	"github.com/samsa-io/samsa/internal/replica"
 )
 
@@ -557,7 +559,9 @@ func (u *isrUpdater) store(ctx context.Context, lp *localPartition) (base int32,
 	next.PartitionEpoch++
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := u.b.client.CASPartitionState(wctx, next, vp.ModRevision, conds...); err != nil {
+	note := meta.ISRChange{PreviousLeader: vp.Leader, PreviousISR: vp.ISR, By: "leader " + strconv.Itoa(int(u.b.cfg.NodeID)),
+		Reason: u.b.isrChangeReason(s, lp, vp.ISR, prop.ISR)}
+	if _, err := u.b.client.CASPartitionStateNoted(wctx, next, vp.ModRevision, lp.topicID, note, conds...); err != nil {
 		return base, err
 	}
 	u.b.logger.Info("ISR changed", "topic", lp.Topic, "partition", lp.Index, "epoch", prop.LeaderEpoch, "from", vp.ISR, "to", prop.ISR)
@@ -581,11 +585,61 @@ func (u *isrUpdater) settle(ctx context.Context, lp *localPartition, vp coord.Ve
 	next.PartitionEpoch++
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := u.b.client.CASPartitionState(wctx, next, vp.ModRevision, u.b.session.Condition()); err != nil {
+	note := meta.ISRChange{PreviousLeader: vp.Leader, PreviousISR: vp.ISR, By: "leader " + strconv.Itoa(int(u.b.cfg.NodeID)),
+		Reason: "an earlier ISR change whose write had an unknown outcome was found not stored: ISR unchanged"}
+	if _, err := u.b.client.CASPartitionStateNoted(wctx, next, vp.ModRevision, lp.topicID, note, u.b.session.Condition()); err != nil {
 		return err
 	}
 	u.b.logger.Info("ISR change of unknown outcome settled: not stored", "topic", lp.Topic, "partition", lp.Index, "isr", vp.ISR)
 	return nil
+}
+
+// isrChangeReason says why the leader changes lp's ISR from from to to,
+// for the partition's ISR history: each member that leaves and each that
+// joins, with what the leader knows of it now.
+func (b *Broker) isrChangeReason(s *coord.Snapshot, lp *localPartition, from, to []int32) string {
+	st := lp.Status()
+	follower := func(id int32) (replica.FollowerStatus, bool) {
+		i := slices.IndexFunc(st.Followers, func(f replica.FollowerStatus) bool { return f.ID == id })
+		if i < 0 {
+			return replica.FollowerStatus{}, false
+		}
+		return st.Followers[i], true
+	}
+	var parts []string
+	for _, id := range from {
+		if slices.Contains(to, id) {
+			continue
+		}
+		vb, registered := s.Brokers[id]
+		f, known := follower(id)
+		switch {
+		case !registered:
+			parts = append(parts, fmt.Sprintf("replica %d removed: its broker is not registered", id))
+		case vb.ShuttingDown:
+			parts = append(parts, fmt.Sprintf("replica %d removed: its broker is in controlled shutdown", id))
+		case known && !f.LastCaughtUp.IsZero():
+			parts = append(parts, fmt.Sprintf("replica %d removed: last caught up %s ago, past replica.lag.time.max.ms %d",
+				id, time.Since(f.LastCaughtUp).Round(100*time.Millisecond), b.cfg.ReplicaLagTimeMax.Milliseconds()))
+		default:
+			parts = append(parts, fmt.Sprintf("replica %d removed: not caught up within replica.lag.time.max.ms %d of this leader epoch",
+				id, b.cfg.ReplicaLagTimeMax.Milliseconds()))
+		}
+	}
+	for _, id := range to {
+		if slices.Contains(from, id) {
+			continue
+		}
+		if f, ok := follower(id); ok && f.LogEnd >= 0 {
+			parts = append(parts, fmt.Sprintf("replica %d added: caught up to the high watermark (its log end %d)", id, f.LogEnd))
+		} else {
+			parts = append(parts, fmt.Sprintf("replica %d added: caught up to the high watermark", id))
+		}
+	}
+	if len(parts) == 0 {
+		return "ISR unchanged"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // errJoinerNotEligible: an ISR expansion names a broker that may not join

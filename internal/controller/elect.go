@@ -56,7 +56,7 @@ func PlanElection(s *coord.Snapshot, kind ElectionKind, topic string, partition 
 	next.LeaderEpoch++
 	change := func(leader int32, isr []int32, reason string) (Change, error) {
 		next.Leader, next.ISR = leader, isr
-		return Change{State: next, ModRevision: vp.ModRevision, Reason: reason}, nil
+		return Change{State: next, Previous: cur.Clone(), TopicID: vt.Topic.ID, ModRevision: vp.ModRevision, Reason: reason}, nil
 	}
 	switch kind {
 	case Preferred:
@@ -67,19 +67,19 @@ func PlanElection(s *coord.Snapshot, kind ElectionKind, topic string, partition 
 		if !alive(preferred) || !slices.Contains(cur.ISR, preferred) {
 			return Change{}, ErrPreferredLeaderNotAvailable
 		}
-		return change(preferred, cur.ISR, "preferred leader elected")
+		return change(preferred, cur.ISR, fmt.Sprintf("preferred leader %d elected (requested, or the leader imbalance check)", preferred))
 	case Unclean:
 		if cur.Leader != meta.NoLeader && alive(cur.Leader) {
 			return Change{}, ErrElectionNotNeeded
 		}
 		for _, r := range replicas {
 			if alive(r) && slices.Contains(cur.ISR, r) {
-				return change(r, slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return !alive(id) }), "leader elected from the ISR")
+				return change(r, slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return !alive(id) }), "leader elected from the ISR (requested unclean election: a live ISR member was found)")
 			}
 		}
 		for _, r := range replicas {
 			if alive(r) {
-				c, err := change(r, []int32{r}, "unclean leader election (requested)")
+				c, err := change(r, []int32{r}, fmt.Sprintf("unclean leader election of %d, outside the ISR (requested)", r))
 				c.Unclean = true
 				return c, err
 			}

@@ -44,7 +44,9 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/samsa-io/samsa/internal/coord"
 	"github.com/samsa-io/samsa/internal/meta"
@@ -52,12 +54,15 @@ import (
 
 // Change is one partition state write the controller decided on.
 type Change struct {
-	// State is the new state.
-	State meta.PartitionState
+	// State is the new state, Previous the one it replaces, of the
+	// topic with id TopicID (the ISR history is kept by id).
+	State, Previous meta.PartitionState
+	TopicID         meta.TopicID
 	// ModRevision is the etcd revision of the state it replaces (the CAS
 	// condition).
 	ModRevision int64
-	// Reason says why, for the log.
+	// Reason says why, for the log and the partition's ISR history:
+	// which brokers left and why they could not stay.
 	Reason string
 	// Unclean: the new leader comes from outside the ISR.
 	Unclean bool
@@ -76,7 +81,7 @@ func Plan(s *coord.Snapshot, epoch int64, unclean func(meta.Topic) bool) []Chang
 	// A broker in controlled shutdown counts as gone: its leadership and
 	// ISR memberships move away while it still serves, so clients see only
 	// retriable errors. A recovering one counts as gone too.
-	isEligible := eligible(s)
+	isEligible, why := eligible(s), ineligibility(s)
 	// keepsLeading: a leader that is not eligible but may go on leading
 	// while nobody can take over (one in controlled shutdown; a recovering
 	// broker does not lead).
@@ -88,8 +93,9 @@ func Plan(s *coord.Snapshot, epoch int64, unclean func(meta.Topic) bool) []Chang
 			if !ok {
 				continue
 			}
-			if c, ok := planPartition(vp, replicas, isEligible, keepsLeading, func() bool { return unclean(t) }); ok {
+			if c, ok := planPartition(vp, replicas, isEligible, why, keepsLeading, func() bool { return unclean(t) }); ok {
 				c.State.ControllerEpoch = epoch
+				c.TopicID = t.ID
 				out = append(out, c)
 			}
 		}
@@ -106,13 +112,41 @@ func eligible(s *coord.Snapshot) func(id int32) bool {
 	}
 }
 
-func planPartition(vp coord.VersionedPartition, replicas []int32, isEligible, keepsLeading func(int32) bool, unclean func() bool) (Change, bool) {
+// ineligibility says why a broker may not be in an ISR nor lead (the
+// reasons of eligible), for the ISR history.
+func ineligibility(s *coord.Snapshot) func(id int32) string {
+	return func(id int32) string {
+		b, ok := s.Brokers[id]
+		switch {
+		case !ok:
+			return fmt.Sprintf("broker %d is not registered (stopped, or its session was lost)", id)
+		case b.ShuttingDown:
+			return fmt.Sprintf("broker %d is in controlled shutdown", id)
+		case b.Recovering:
+			return fmt.Sprintf("broker %d is recovering from an unclean shutdown", id)
+		}
+		return ""
+	}
+}
+
+func planPartition(vp coord.VersionedPartition, replicas []int32, isEligible func(int32) bool, why func(int32) string,
+	keepsLeading func(int32) bool, unclean func() bool) (Change, bool) {
 	cur := vp.PartitionState
 	eligibleISR := slices.DeleteFunc(slices.Clone(cur.ISR), func(id int32) bool { return !isEligible(id) })
 	next := cur.Clone()
 	next.PartitionEpoch++
+	// gone names the ISR members that must leave and why.
+	var gone []string
+	for _, id := range cur.ISR {
+		if !isEligible(id) {
+			gone = append(gone, why(id))
+		}
+	}
 	change := func(reason string) (Change, bool) {
-		return Change{State: next, ModRevision: vp.ModRevision, Reason: reason}, true
+		if len(gone) > 0 {
+			reason += ": " + strings.Join(gone, "; ")
+		}
+		return Change{State: next, Previous: cur.Clone(), ModRevision: vp.ModRevision, Reason: reason}, true
 	}
 
 	if cur.Leader != meta.NoLeader && isEligible(cur.Leader) {
@@ -132,7 +166,7 @@ func planPartition(vp coord.VersionedPartition, replicas []int32, isEligible, ke
 		for _, r := range replicas {
 			if isEligible(r) {
 				next.Leader, next.LeaderEpoch, next.ISR = r, cur.LeaderEpoch+1, []int32{r}
-				c, ok := change("unclean leader election")
+				c, ok := change(fmt.Sprintf("unclean leader election of %d, outside the ISR", r))
 				c.Unclean = true
 				return c, ok
 			}

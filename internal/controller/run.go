@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -168,7 +169,9 @@ func (c *Controller) runAsController(ctx context.Context, epoch int64) error {
 // write stores one decision, fenced by the controller epoch.
 func (c *Controller) write(ctx context.Context, epoch int64, ch Change) error {
 	ch.State.ControllerEpoch = epoch
-	_, err := c.cfg.Client.CASPartitionState(ctx, ch.State, ch.ModRevision, coord.ControllerIs(epoch))
+	note := meta.ISRChange{PreviousLeader: ch.Previous.Leader, PreviousISR: ch.Previous.ISR,
+		By: "controller " + strconv.Itoa(int(c.cfg.Session.Broker().ID)), Reason: ch.Reason}
+	_, err := c.cfg.Client.CASPartitionStateNoted(ctx, ch.State, ch.ModRevision, ch.TopicID, note, coord.ControllerIs(epoch))
 	if errors.Is(err, coord.ErrConditionFailed) {
 		return errDeposed
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,26 @@ type options struct {
 	dialTimeout    time.Duration
 	requestTimeout time.Duration
 	tls            *tls.Config
+	onRequest      func(method string, d time.Duration, err error)
+}
+
+// WithRequestObserver calls fn after every unary etcd request of the
+// client (reads, transactions, lease grants; not the watch and keepalive
+// streams) with its method ("Range", "Txn", "Put", "LeaseGrant", ...),
+// how long it took (retries included) and its error, for metrics. fn must
+// be quick and safe for concurrent use.
+func WithRequestObserver(fn func(method string, d time.Duration, err error)) Option {
+	return func(o *options) { o.onRequest = fn }
+}
+
+// observeRequests is the gRPC interceptor of WithRequestObserver.
+func observeRequests(fn func(string, time.Duration, error)) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		start := time.Now()
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		fn(method[strings.LastIndexByte(method, '/')+1:], time.Since(start), err)
+		return err
+	}
 }
 
 // WithLogger sets the logger of the client (and of the etcd client
@@ -122,6 +143,22 @@ func Connect(ctx context.Context, endpoints []string, cluster string, opts ...Op
 	if err := checkEndpointsTLS(endpoints, o.tls); err != nil {
 		return nil, err
 	}
+	dialOpts := []grpc.DialOption{
+		// gRPC's default reconnect backoff grows to 120 s, far beyond
+		// any session timeout; reconnect within a second or two.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{
+				BaseDelay:  100 * time.Millisecond,
+				Multiplier: 1.6,
+				Jitter:     0.2,
+				MaxDelay:   2 * time.Second,
+			},
+			MinConnectTimeout: o.dialTimeout,
+		}),
+	}
+	if o.onRequest != nil {
+		dialOpts = append(dialOpts, grpc.WithChainUnaryInterceptor(observeRequests(o.onRequest)))
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		TLS:         o.tls,
@@ -135,19 +172,7 @@ func Connect(ctx context.Context, endpoints []string, cluster string, opts ...Op
 		DialKeepAliveTime:    10 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
 		Logger:               newZapLogger(o.logger.With("component", "etcd-client"), zapcore.ErrorLevel, nil),
-		DialOptions: []grpc.DialOption{
-			// gRPC's default reconnect backoff grows to 120 s, far beyond
-			// any session timeout; reconnect within a second or two.
-			grpc.WithConnectParams(grpc.ConnectParams{
-				Backoff: backoff.Config{
-					BaseDelay:  100 * time.Millisecond,
-					Multiplier: 1.6,
-					Jitter:     0.2,
-					MaxDelay:   2 * time.Second,
-				},
-				MinConnectTimeout: o.dialTimeout,
-			}),
-		},
+		DialOptions:          dialOpts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("coord: connect to %v: %w", endpoints, err)

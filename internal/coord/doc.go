@@ -30,6 +30,15 @@
 //	acls/<hash>               meta.ACL; <hash> is the hex SHA-256  CreateACLs (CreateAcls), DeleteACLs (DeleteAcls); the Cache
 //	                          of the value (ACLKey)               holds them all (Snapshot.ACLs)
 //
+// The ISR history lives beside that prefix, under
+// /samsa-isr-history/<cluster>/, so that the Cache, which reads and watches
+// all of /samsa/<cluster>/, never carries it:
+//
+//	<topic id>/<p>/<epoch>    meta.ISRChange: one per stored       the writer of the change (CASPartitionStateNoted), in the
+//	                          leader or ISR change; <epoch> is     same txn as the state; the last ISRHistoryLen kept, older
+//	                          the partition epoch, zero-padded     ones deleted by that txn; DeleteTopic deletes the topic's;
+//	                          to 10 digits                         read by ISRHistory (serializable)
+//
 // <id> and <p> are decimal; <user> has '%' and '/' escaped as %25 and %2F. Topic names follow Kafka's rules (1..249
 // characters of [a-zA-Z0-9._-]), so they contain no '/' and every key
 // parses back unambiguously; keys this package does not know are ignored.
@@ -41,8 +50,8 @@
 //   - CreateTopic puts the topic and the initial states of its partitions
 //     in one transaction that commits only if the topic key and every key
 //     under partitions/<topic>/ are absent (else ErrTopicExists).
-//   - DeleteTopic deletes the topic key and the partitions/<topic>/ range
-//     together.
+//   - DeleteTopic deletes the topic key, the partitions/<topic>/ range and
+//     the topic's ISR history together.
 //   - UpdateTopic is a read-modify-write loop: it compares the topic key's
 //     mod revision with the one it read, and on a lost race reads again
 //     and re-applies the caller's function, so concurrent updates never

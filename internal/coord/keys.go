@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/samsa-io/samsa/internal/meta"
 )
 
 // Relative key names under the cluster prefix (see doc.go).
@@ -29,9 +31,15 @@ const maxNameLen = 249
 // keyspace builds the absolute etcd keys of one samsa cluster.
 type keyspace struct {
 	prefix string // "/samsa/<cluster>/"
+	// history is the prefix of the ISR history, outside prefix so that
+	// the metadata cache, which reads and watches all of prefix, never
+	// carries it: "/samsa-isr-history/<cluster>/".
+	history string
 }
 
-func newKeyspace(cluster string) keyspace { return keyspace{prefix: "/samsa/" + cluster + "/"} }
+func newKeyspace(cluster string) keyspace {
+	return keyspace{prefix: "/samsa/" + cluster + "/", history: "/samsa-isr-history/" + cluster + "/"}
+}
 
 func (k keyspace) abs(rel string) string              { return k.prefix + rel }
 func (k keyspace) clusterID() string                  { return k.prefix + keyClusterID }
@@ -40,6 +48,22 @@ func (k keyspace) brokers() string                    { return k.prefix + dirBro
 func (k keyspace) topic(name string) string           { return k.prefix + relTopic(name) }
 func (k keyspace) partitionsOf(topic string) string   { return k.prefix + dirPartitions + topic + "/" }
 func (k keyspace) partition(t string, p int32) string { return k.prefix + relPartition(t, p) }
+
+// isrHistoryOf is the ISR history of a topic's partitions, by topic id
+// (a re-created topic of the same name starts afresh); of one partition
+// with p >= 0.
+func (k keyspace) isrHistoryOf(id meta.TopicID, p int32) string {
+	if p < 0 {
+		return k.history + id.String() + "/"
+	}
+	return k.history + id.String() + "/" + strconv.FormatInt(int64(p), 10) + "/"
+}
+
+// isrHistoryEntry is one change of a partition's ISR history: its keys
+// sort by partition epoch (zero-padded to the ten digits of an int32).
+func (k keyspace) isrHistoryEntry(id meta.TopicID, p, partitionEpoch int32) string {
+	return fmt.Sprintf("%s%010d", k.isrHistoryOf(id, p), max(partitionEpoch, 0))
+}
 
 func relBroker(id int32) string    { return dirBrokers + strconv.FormatInt(int64(id), 10) }
 func relHeartbeat(id int32) string { return dirHeartbeats + strconv.FormatInt(int64(id), 10) }

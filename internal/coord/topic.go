@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -162,6 +165,7 @@ func (c *Client) DeleteTopicID(ctx context.Context, name string, id meta.TopicID
 			Then(
 				clientv3.OpDelete(c.keys.topic(name)),
 				clientv3.OpDelete(c.keys.partitionsOf(name), clientv3.WithPrefix()),
+				clientv3.OpDelete(c.keys.isrHistoryOf(vt.ID, -1), clientv3.WithPrefix()),
 			).
 			Commit()
 		cancel()
@@ -236,6 +240,36 @@ func (c *Client) PartitionStates(ctx context.Context, topic string) ([]Versioned
 			out = append(out, VersionedPartition{})
 		}
 		out[pk.partition] = vp
+	}
+	return out, nil
+}
+
+// ISRHistory returns the ISR history of the partitions of the topic with
+// id id, by partition, oldest change first (CASPartitionStateNoted). It
+// is a serializable read (served by the etcd member the client talks to,
+// without a round of consensus): for display, it may lag the latest
+// change by what that member has not applied yet.
+func (c *Client) ISRHistory(ctx context.Context, id meta.TopicID) (map[int32][]meta.ISRChange, error) {
+	ctx, cancel := c.opCtx(ctx)
+	defer cancel()
+	prefix := c.keys.isrHistoryOf(id, -1)
+	resp, err := c.etcd.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithSerializable(),
+		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	if err != nil {
+		return nil, c.wrapErr(fmt.Sprintf("get the ISR history of topic id %s", id), err)
+	}
+	out := map[int32][]meta.ISRChange{}
+	for _, kv := range resp.Kvs {
+		p, _, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), prefix), "/")
+		n, err := strconv.ParseInt(p, 10, 32)
+		if !ok || err != nil {
+			continue
+		}
+		var ch meta.ISRChange
+		if err := meta.Decode(kv.Value, &ch); err != nil {
+			continue // a newer samsa's entry, or hand-edited: skipped
+		}
+		out[int32(n)] = append(out[int32(n)], ch)
 	}
 	return out, nil
 }
@@ -330,6 +364,28 @@ func (c *Client) UpdateTopic(ctx context.Context, name string, fn func(t *meta.T
 // condition). The caller bumps PartitionEpoch (and LeaderEpoch on
 // elections); this method stores what it is given.
 func (c *Client) CASPartitionState(ctx context.Context, s meta.PartitionState, modRevision int64, conds ...Condition) (newModRevision int64, err error) {
+	return c.casPartitionState(ctx, s, modRevision, meta.TopicID{}, nil, conds)
+}
+
+// ISRHistoryLen is how many changes the ISR history keeps per partition.
+const ISRHistoryLen = 16
+
+// CASPartitionStateNoted is CASPartitionState that also records the
+// change in the partition's ISR history, in the same transaction: id is
+// the topic's id (the history is kept by id), change gives the previous
+// leader and ISR, the writer and the reason; the time and the new state's
+// epochs, leader and ISR are filled in from s. The history keeps the last
+// ISRHistoryLen changes (older ones are deleted by the same transaction)
+// and goes with the topic when it is deleted. It records nothing of a
+// write that fails.
+func (c *Client) CASPartitionStateNoted(ctx context.Context, s meta.PartitionState, modRevision int64, id meta.TopicID, change meta.ISRChange, conds ...Condition) (newModRevision int64, err error) {
+	if id.IsZero() {
+		return 0, fmt.Errorf("%w: no topic id for the ISR history of %s-%d", ErrInvalid, s.Topic, s.Partition)
+	}
+	return c.casPartitionState(ctx, s, modRevision, id, &change, conds)
+}
+
+func (c *Client) casPartitionState(ctx context.Context, s meta.PartitionState, modRevision int64, id meta.TopicID, change *meta.ISRChange, conds []Condition) (newModRevision int64, err error) {
 	if err := validName(s.Topic); err != nil {
 		return 0, err
 	}
@@ -358,7 +414,22 @@ func (c *Client) CASPartitionState(ctx context.Context, s meta.PartitionState, m
 	}
 	ctx, cancel := c.opCtx(ctx)
 	defer cancel()
-	resp, err := c.etcd.Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(val))).Else(reads...).Commit()
+	writes := []clientv3.Op{clientv3.OpPut(key, string(val))}
+	if change != nil {
+		ch := *change
+		ch.TimeUnixMs = time.Now().UnixMilli()
+		ch.PartitionEpoch, ch.Leader, ch.LeaderEpoch, ch.ISR = s.PartitionEpoch, s.Leader, s.LeaderEpoch, s.ISR
+		hv, err := meta.Encode(ch)
+		if err != nil {
+			return 0, fmt.Errorf("coord: encode ISR change of %s-%d: %w", s.Topic, s.Partition, err)
+		}
+		writes = append(writes, clientv3.OpPut(c.keys.isrHistoryEntry(id, s.Partition, s.PartitionEpoch), string(hv)))
+		if oldest := s.PartitionEpoch - ISRHistoryLen + 1; oldest > 0 {
+			writes = append(writes, clientv3.OpDelete(c.keys.isrHistoryOf(id, s.Partition),
+				clientv3.WithRange(c.keys.isrHistoryEntry(id, s.Partition, oldest))))
+		}
+	}
+	resp, err := c.etcd.Txn(ctx).If(cmps...).Then(writes...).Else(reads...).Commit()
 	if err != nil {
 		return 0, c.wrapErr(fmt.Sprintf("write partition %s-%d", s.Topic, s.Partition), err)
 	}

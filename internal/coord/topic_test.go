@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/samsa-io/samsa/internal/meta"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // newTopic returns a topic of n partitions over brokers 1..3 and the
@@ -409,4 +411,112 @@ func TestCASPartitionState(t *testing.T) {
 	mustIs(t, err, ErrInvalid)
 	_, err = c.CASPartitionState(context.Background(), meta.PartitionState{Topic: "a/b"}, 0)
 	mustIs(t, err, ErrInvalid)
+}
+
+// TestISRHistory: CASPartitionStateNoted records each stored change in the
+// partition's ISR history, in the same transaction: a write that fails
+// records nothing, the history keeps the last ISRHistoryLen changes in
+// partition-epoch order, partitions and topics keep theirs apart, and it
+// goes with the topic when the topic is deleted.
+func TestISRHistory(t *testing.T) {
+	eps := sharedEtcd(t)
+	cluster := clusterName(t)
+	c := connect(t, eps, cluster)
+	topic, states := createTopic(t, c, "hist", 2)
+	topic2, _ := createTopic(t, c, "hist2", 1)
+	ids := map[string]meta.TopicID{"hist": topic.ID, "hist2": topic2.ID}
+	ctx := testCtx(t)
+
+	history := func(name string) map[int32][]meta.ISRChange {
+		t.Helper()
+		h, err := c.ISRHistory(ctx, ids[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if h := history("hist"); len(h) != 0 {
+		t.Fatalf("history of a new topic: %v, want none", h)
+	}
+
+	cur, rev := states[0], statesOf(t, c, "hist")[0].ModRevision
+	const changes = ISRHistoryLen + 5
+	for i := range changes {
+		next := cur.Clone()
+		next.PartitionEpoch++
+		if i%2 == 0 {
+			next.ISR = next.ISR[:1]
+		} else {
+			next.ISR = slices.Clone(states[0].ISR)
+		}
+		note := meta.ISRChange{PreviousLeader: cur.Leader, PreviousISR: cur.ISR, By: "leader 1", Reason: fmt.Sprintf("change %d", i)}
+		var err error
+		if rev, err = c.CASPartitionStateNoted(ctx, next, rev, topic.ID, note); err != nil {
+			t.Fatal(err)
+		}
+		// A stale writer's change is refused and not recorded.
+		stale := meta.ISRChange{By: "controller 9", Reason: "stale"}
+		if _, err := c.CASPartitionStateNoted(ctx, next, rev-1, topic.ID, stale); !errors.Is(err, ErrConflict) {
+			t.Fatalf("stale noted CAS: %v, want ErrConflict", err)
+		}
+		cur = next
+	}
+	h := history("hist")
+	got := h[0]
+	if len(got) != ISRHistoryLen {
+		t.Fatalf("partition 0 keeps %d changes, want %d: %+v", len(got), ISRHistoryLen, got)
+	}
+	for i, ch := range got {
+		n := changes - ISRHistoryLen + i // the change's index
+		if ch.Reason != fmt.Sprintf("change %d", n) || ch.PartitionEpoch != states[0].PartitionEpoch+int32(n)+1 ||
+			ch.By != "leader 1" || ch.TimeUnixMs == 0 {
+			t.Errorf("change %d: %+v, want reason %q at partition epoch %d", i, ch, fmt.Sprintf("change %d", n), states[0].PartitionEpoch+int32(n)+1)
+		}
+		if wantISR := len(states[0].ISR); n%2 == 0 && len(ch.ISR) != 1 || n%2 == 1 && len(ch.ISR) != wantISR {
+			t.Errorf("change %d: ISR %v, previous %v", n, ch.ISR, ch.PreviousISR)
+		}
+		if i > 0 && !slices.Equal(ch.PreviousISR, got[i-1].ISR) {
+			t.Errorf("change %d: previous ISR %v, but the change before stored %v", n, ch.PreviousISR, got[i-1].ISR)
+		}
+	}
+	if len(h[1]) != 0 || len(history("hist2")) != 0 {
+		t.Errorf("other partitions and topics got history: %v / %v", h[1], history("hist2"))
+	}
+	// A plain CAS records nothing.
+	next := cur.Clone()
+	next.PartitionEpoch++
+	if _, err := c.CASPartitionState(ctx, next, rev); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(history("hist")[0]); n != ISRHistoryLen {
+		t.Errorf("after a plain CAS: %d changes, want %d", n, ISRHistoryLen)
+	}
+
+	// Without a topic id nothing is written.
+	if _, err := c.CASPartitionStateNoted(ctx, next, rev, meta.TopicID{}, meta.ISRChange{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("noted CAS without a topic id: %v, want ErrInvalid", err)
+	}
+	// The history is outside the prefix the metadata cache reads.
+	resp, err := c.etcd.Get(ctx, c.keys.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if strings.Contains(string(kv.Key), "isr-history") {
+			t.Errorf("history key %s under the cache's prefix %s", kv.Key, c.keys.prefix)
+		}
+	}
+
+	if err := c.DeleteTopic(ctx, "hist"); err != nil {
+		t.Fatal(err)
+	}
+	if h := history("hist"); len(h) != 0 {
+		t.Errorf("history after the topic was deleted: %v", h)
+	}
+	// A topic re-created with the name starts without history.
+	again, _ := createTopic(t, c, "hist", 1)
+	ids["hist"] = again.ID
+	if h := history("hist"); len(h) != 0 {
+		t.Errorf("history of the re-created topic: %v", h)
+	}
 }

@@ -50,6 +50,10 @@ type Broker struct {
 	// take over; it then rejoins ISRs only through the leaders' normal
 	// expansion, once caught up (docs/replication.md, invariant 10).
 	Recovering bool `json:"recovering,omitempty"`
+	// MetricsURL is the advertised base URL of the broker's metrics
+	// listener (metrics.listener, a wildcard host replaced by Host),
+	// where the console reads other brokers' views; empty if none.
+	MetricsURL string `json:"metrics_url,omitempty"`
 }
 
 // Endpoint is one advertised listener of a broker.
@@ -159,6 +163,23 @@ type PartitionState struct {
 	// ControllerEpoch is the epoch of the controller that last elected a
 	// leader for this partition.
 	ControllerEpoch int64 `json:"controller_epoch"`
+}
+
+// ISRChange is one stored change of a partition's leader or ISR, as the
+// partition's ISR history in etcd keeps it (the last few per partition):
+// the state written, the one it replaced, who wrote it and why.
+type ISRChange struct {
+	TimeUnixMs     int64   `json:"time_unix_ms"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	ISR            []int32 `json:"isr"`
+	PreviousLeader int32   `json:"previous_leader"`
+	PreviousISR    []int32 `json:"previous_isr"`
+	// By is the writer: "controller N" (elections, a broker's loss or
+	// shutdown) or "leader N" (shrinks and expansions).
+	By     string `json:"by"`
+	Reason string `json:"reason"`
 }
 
 // Clone returns a deep copy of s.
