@@ -31,10 +31,12 @@ func TestPackageLayering(t *testing.T) {
 		"internal/broker":     {"internal/auth", "internal/controller", "internal/coord", "internal/group", "internal/log", "internal/meta", "internal/protocol", "internal/records", "internal/replica", "internal/txn"},
 		// The client commands read Kafka's client security settings
 		// (PEM stores, JAAS) with the broker's own stateless parsers.
-		"cmd/samsa": {"internal/auth", "internal/broker", "internal/metrics"},
+		"cmd/samsa": {"internal/auth", "internal/broker", "internal/metrics", "web"},
 		// The metrics read the broker's read-only Status, as the
 		// console does; the broker never imports them.
 		"internal/metrics": {"internal/broker", "internal/protocol"},
+		// The console renders the broker's read-only views only.
+		"web": {"internal/broker"},
 	}
 	stdlibOnly := map[string]bool{"internal/meta": true, "internal/log": true}
 	// Only coord may use etcd; Kafka message types stay out of the storage,

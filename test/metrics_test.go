@@ -166,6 +166,10 @@ func TestMetricsCluster(t *testing.T) {
 		{"samsa_request_duration_seconds", map[string]string{"api": "Produce", "phase": "remote"}},
 		{"samsa_log_flush_duration_seconds", nil},
 		{"samsa_etcd_session_renewal_seconds", map[string]string{"outcome": "ok"}},
+		{"samsa_request_duration_seconds", map[string]string{"api": "Produce", "phase": "response_send"}},
+		{"samsa_request_duration_seconds", map[string]string{"api": "Fetch", "phase": "response_send"}},
+		{"samsa_etcd_request_duration_seconds", map[string]string{"method": "Txn", "outcome": "ok"}},
+		{"samsa_etcd_request_duration_seconds", map[string]string{"method": "Range", "outcome": "ok"}},
 	} {
 		if v, err := clusterMetricSum(t, c, all, m.name, m.want); err != nil || v <= 0 {
 			t.Errorf("%s%v = %v (%v), want > 0", m.name, m.want, v, err)

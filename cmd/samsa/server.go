@@ -12,6 +12,7 @@ import (
 
 	"github.com/samsa-io/samsa/internal/broker"
 	"github.com/samsa-io/samsa/internal/metrics"
+	"github.com/samsa-io/samsa/web"
 )
 
 func init() { extraCommands = append(extraCommands, newServerCmd) }
@@ -119,19 +120,30 @@ func (o *serverOptions) config(cmd *cobra.Command, logTo io.Writer) (broker.Conf
 	return cfg, nil
 }
 
-// runServer runs the broker with its metrics: the HTTP listener of
-// metrics.listener (/metrics, /healthz, /readyz) serves from before the
-// broker starts (/readyz says 503 until it serves) until it has stopped.
+// runServer runs the broker with its metrics and console: the HTTP
+// listener of metrics.listener (/metrics, /healthz, /readyz, the console)
+// serves from before the broker starts (/readyz says 503 until it serves)
+// until it has stopped.
 func runServer(ctx context.Context, cfg broker.Config) error {
 	cfg.Current = &broker.Current{}
 	m := metrics.New(cfg.Current)
 	cfg.Observer = m
 	if cfg.MetricsListener != "" {
-		stop, err := metrics.Serve(cfg.MetricsListener, m.Handler(), cfg.Logger)
+		mux := m.Handler()
+		web.New(cfg.Current, func() map[string]web.TopicTotals {
+			out := map[string]web.TopicTotals{}
+			for topic, t := range m.TopicTotals() {
+				out[topic] = web.TopicTotals(t)
+			}
+			return out
+		}, cfg.Logger).Register(mux)
+		bound, stop, err := metrics.Serve(cfg.MetricsListener, mux, cfg.Logger)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		// The port it bound, for the registration's advertised URL.
+		cfg.MetricsListener = bound
 	}
 	return broker.Run(ctx, cfg)
 }

@@ -160,7 +160,7 @@ func (b *Broker) brokerConfigs() []brokerConfig {
 		{"listener.security.protocol.map", protocolMap(b.lc.protocols), str, "Each listener's security protocol."},
 		{"inter.broker.listener.name", b.lc.interBroker, str, "The listener brokers connect to each other on."},
 		{"broker.rack", c.Rack, str, "The rack of this broker, used to spread a topic's replicas over racks."},
-		{"metrics.listener", c.MetricsListener, str, "The HTTP listener of /metrics, /healthz, /readyz and /v1/partitions (samsa's own; empty: none)."},
+		{"metrics.listener", c.MetricsListener, str, "The HTTP listener of /metrics, /healthz, /readyz, /v1/partitions and the web console (samsa's own; empty: none)."},
 		{"log.dirs", c.DataDir, str, "The directory of the partition logs and of the embedded etcd's data (exactly one)."},
 		{"metadata.etcd.endpoints", strings.Join(c.MetadataEndpoints, ","), str, "Client URLs of an external etcd holding the cluster's metadata; empty: an embedded etcd member."},
 		{"metadata.etcd.client.url", c.MetadataClientURL, str, "The client URL of the embedded etcd member."},

@@ -107,6 +107,12 @@ type Broker struct {
 	logFailure   sync.Once
 	logFailedErr atomic.Pointer[error]
 
+	// admin is the cluster client of AdminClient, made on first use;
+	// closing refuses new ones once Close began.
+	adminMu sync.Mutex
+	admin   *kgo.Client
+	closing atomic.Bool
+
 	closeOnce sync.Once
 	closeErr  error
 	// logsCloseErr is what closing the partitions' logs reported (Close):
@@ -326,6 +332,12 @@ func (b *Broker) start(ctx context.Context) error {
 	}
 	endpoints := b.host.endpoints(b.cfg)
 	etcdOpts := []coord.Option{coord.WithLogger(b.logger), coord.WithTLS(b.host.etcdTLS)}
+	if b.cfg.Observer != nil {
+		obs := b.cfg.Observer
+		etcdOpts = append(etcdOpts, coord.WithRequestObserver(func(method string, d time.Duration, err error) {
+			obs.EtcdRequest(method, d, err == nil)
+		}))
+	}
 	client, err := coord.Connect(ctx, endpoints, b.cfg.ClusterName, etcdOpts...)
 	if err != nil {
 		return fmt.Errorf("broker: connect to etcd: %w", err)
@@ -517,6 +529,7 @@ func (b *Broker) advertisedBroker() (meta.Broker, error) {
 	reg.Endpoints = eps
 	ib, _ := reg.Endpoint(b.lc.interBroker)
 	reg.Host, reg.Port = ib.Host, ib.Port
+	reg.MetricsURL = advertisedMetricsURL(b.cfg.MetricsListener, ib.Host)
 	return reg, nil
 }
 
@@ -543,6 +556,7 @@ func (b *Broker) RequestBudget() *protocol.Budget { return b.server.Budget() }
 func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.cfg.Current.clear(b)
+		b.closeAdminClient()
 		var errs []error
 		var logsErr error
 		if b.partitions != nil {

@@ -218,10 +218,10 @@ type Config struct {
 	// incarnations), for read-only views: metrics, health, the console.
 	Current *Current
 	// MetricsListener is metrics.listener: the URL (http://HOST:PORT) of
-	// the HTTP listener of /metrics, /healthz and /readyz; "" for none.
-	// DefaultConfig has none; samsa server defaults it to
-	// DefaultMetricsListener. The broker only carries it: samsa server
-	// serves it.
+	// the HTTP listener of /metrics, /healthz, /readyz and the console;
+	// "" for none. DefaultConfig has none; samsa server defaults it to
+	// DefaultMetricsListener. The broker advertises it in its
+	// registration (meta.Broker.MetricsURL); samsa server serves it.
 	MetricsListener string
 
 	// LogFS is for tests only: the file system the partition logs do

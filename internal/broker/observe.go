@@ -40,19 +40,25 @@ type Observer interface {
 	// SessionRenewal: one renewal of the broker's etcd session (a lease
 	// keepalive and a heartbeat write, together) took d; ok: it renewed.
 	SessionRenewal(d time.Duration, ok bool)
+	// EtcdRequest: one unary etcd request (method: "Range", "Txn", ...)
+	// took d, retries included; ok: it succeeded (a failed CAS compare is
+	// a success of the request).
+	EtcdRequest(method string, d time.Duration, ok bool)
 }
 
 // nopObserver observes nothing.
 type nopObserver struct{}
 
-func (nopObserver) RequestDone(protocol.RequestDone)      {}
-func (nopObserver) RecordsIn(string, int64, int64)        {}
-func (nopObserver) RecordsOut(string, int64, bool)        {}
-func (nopObserver) ISRChanged(string, int32, bool, bool)  {}
-func (nopObserver) UncleanElection(string, int32)         {}
-func (nopObserver) LogFlushed(time.Duration)              {}
-func (nopObserver) Truncated(string, int32, int64, int64) {}
-func (nopObserver) SessionRenewal(time.Duration, bool)    {}
+func (nopObserver) RequestDone(protocol.RequestDone)        {}
+func (nopObserver) RecordsIn(string, int64, int64)          {}
+func (nopObserver) RecordsOut(string, int64, bool)          {}
+func (nopObserver) ISRChanged(string, int32, bool, bool)    {}
+func (nopObserver) UncleanElection(string, int32)           {}
+func (nopObserver) LogFlushed(time.Duration)                {}
+func (nopObserver) Truncated(string, int32, int64, int64)   {}
+func (nopObserver) SessionRenewal(time.Duration, bool)      {}
+func (nopObserver) EtcdRequest(string, time.Duration, bool) {}
+func (nopObserver) ResponseSent(int16, time.Duration)       {}
 
 // observer returns the configured Observer, or one that observes nothing.
 func (b *Broker) observer() Observer {

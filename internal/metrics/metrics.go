@@ -27,6 +27,7 @@ import (
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,9 +62,43 @@ type Metrics struct {
 	truncated     prometheus.Counter
 	truncatedHW   prometheus.Counter
 	renewals      *prometheus.HistogramVec
+	etcdRequests  *prometheus.HistogramVec
 
 	// apiNames caches the label of each API key.
 	apiNames sync.Map // int16 -> string
+	// topics holds each topic's totals for /v1/throughput, beside the
+	// labelled counters (which are costly to read back).
+	topics sync.Map // string -> *topicCounters
+}
+
+// TopicTotals are a topic's counts on this broker since it started: bytes
+// and records appended by produce requests (to partitions led here) and
+// bytes sent to consumers.
+type TopicTotals struct {
+	BytesIn    int64 `json:"bytes_in"`
+	MessagesIn int64 `json:"messages_in"`
+	BytesOut   int64 `json:"bytes_out"`
+}
+
+type topicCounters struct{ bytesIn, messagesIn, bytesOut atomic.Int64 }
+
+func (m *Metrics) topic(name string) *topicCounters {
+	if c, ok := m.topics.Load(name); ok {
+		return c.(*topicCounters)
+	}
+	c, _ := m.topics.LoadOrStore(name, new(topicCounters))
+	return c.(*topicCounters)
+}
+
+// TopicTotals returns every topic's totals on this broker.
+func (m *Metrics) TopicTotals() map[string]TopicTotals {
+	out := map[string]TopicTotals{}
+	m.topics.Range(func(k, v any) bool {
+		c := v.(*topicCounters)
+		out[k.(string)] = TopicTotals{BytesIn: c.bytesIn.Load(), MessagesIn: c.messagesIn.Load(), BytesOut: c.bytesOut.Load()}
+		return true
+	})
+	return out
 }
 
 var _ broker.Observer = (*Metrics)(nil)
@@ -78,7 +113,7 @@ func New(current *broker.Current) *Metrics {
 	m.requestErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "request_errors_total",
 		Help: "Error codes in responses, by API and error (Kafka's ErrorsPerSec); a response counts each partition's error."}, []string{"api", "error"})
 	m.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "request_duration_seconds",
-		Help:    "Request time by API and phase: local (the handler), remote (waiting for replication, a long poll or a rebalance), total (frame read to response encoded) (Kafka's LocalTimeMs, RemoteTimeMs, TotalTimeMs).",
+		Help:    "Request time by API and phase: local (the handler), remote (waiting for replication, a long poll or a rebalance), total (frame read to response encoded), response_send (response encoded to written to the socket) (Kafka's LocalTimeMs, RemoteTimeMs, TotalTimeMs, ResponseQueueTimeMs+ResponseSendTimeMs).",
 		Buckets: latency}, []string{"api", "phase"})
 	m.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "topic_bytes_in_total",
 		Help: "Bytes of record batches appended by produce requests, by topic (BytesInPerSec)."}, []string{"topic"})
@@ -103,9 +138,12 @@ func New(current *broker.Current) *Metrics {
 	m.renewals = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "etcd_session_renewal_seconds",
 		Help:    "Round trips of the etcd session's renewals (a lease keepalive and a heartbeat write, sent together), by outcome: ok, or failed (etcd unreachable, slow or leaderless).",
 		Buckets: latency}, []string{"outcome"})
-	m.reg.MustRegister(m.truncated, m.truncatedHW, m.renewals)
+	m.etcdRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "etcd_request_duration_seconds",
+		Help:    "Unary etcd requests of the broker's clients (metadata reads, compare-and-swap writes, heartbeats), by method and outcome (ok, failed), retries included.",
+		Buckets: latency}, []string{"method", "outcome"})
+	m.reg.MustRegister(m.truncated, m.truncatedHW, m.renewals, m.etcdRequests)
 	m.reg.MustRegister(m.requests, m.requestErrors, m.requestTime, m.bytesIn, m.messagesIn, m.bytesOut,
-		m.replBytesOut, m.isrShrinks, m.isrExpands, m.unclean, m.logFlush, &statusCollector{m: m},
+		m.replBytesOut, m.isrShrinks, m.isrExpands, m.unclean, m.logFlush, &statusCollector{m: m}, &groupLagCollector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -188,6 +226,9 @@ func countErrors(v reflect.Value, fn func(int16)) {
 func (m *Metrics) RecordsIn(topic string, bytes, records int64) {
 	m.bytesIn.WithLabelValues(topic).Add(float64(bytes))
 	m.messagesIn.WithLabelValues(topic).Add(float64(records))
+	c := m.topic(topic)
+	c.bytesIn.Add(bytes)
+	c.messagesIn.Add(records)
 }
 
 // RecordsOut implements broker.Observer.
@@ -197,6 +238,7 @@ func (m *Metrics) RecordsOut(topic string, bytes int64, follower bool) {
 		return
 	}
 	m.bytesOut.WithLabelValues(topic).Add(float64(bytes))
+	m.topic(topic).bytesOut.Add(bytes)
 }
 
 // ISRChanged implements broker.Observer.
@@ -227,6 +269,20 @@ func (m *Metrics) SessionRenewal(d time.Duration, ok bool) {
 	m.renewals.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
+// EtcdRequest implements broker.Observer.
+func (m *Metrics) EtcdRequest(method string, d time.Duration, ok bool) {
+	outcome := "ok"
+	if !ok {
+		outcome = "failed"
+	}
+	m.etcdRequests.WithLabelValues(method, outcome).Observe(d.Seconds())
+}
+
+// ResponseSent implements protocol.Observer.
+func (m *Metrics) ResponseSent(key int16, d time.Duration) {
+	m.requestTime.WithLabelValues(m.apiName(key), "response_send").Observe(d.Seconds())
+}
+
 // LogFlushed implements broker.Observer.
 func (m *Metrics) LogFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) }
 
@@ -236,8 +292,11 @@ func (m *Metrics) LogFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) 
 // (JSON: broker.Broker.Explain, the partitions led here and their
 // replicas, for `samsa topic describe --explain`) and /v1/replicas (JSON:
 // broker.Broker.Replicas, every replica hosted here, for the
-// unclean-election dry run).
-func (m *Metrics) Handler() http.Handler {
+// unclean-election dry run); /v1/partitions?topic=T shows one topic's
+// and history=1 adds the partitions' ISR history (read from etcd).
+// /v1/throughput (JSON: TopicTotals by topic) feeds the console's live
+// throughput. The console (package web) adds its pages to the mux.
+func (m *Metrics) Handler() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -255,12 +314,26 @@ func (m *Metrics) Handler() http.Handler {
 			json.NewEncoder(w).Encode(view(b))
 		}
 	}
-	mux.HandleFunc("GET /v1/partitions", serveJSON(func(b *broker.Broker) any {
-		if parts := b.Explain(); parts != nil {
+	mux.HandleFunc("GET /v1/partitions", func(w http.ResponseWriter, r *http.Request) {
+		topics := r.URL.Query()["topic"]
+		history := r.URL.Query().Get("history") == "1"
+		serveJSON(func(b *broker.Broker) any {
+			var parts []broker.PartitionExplain
+			if history {
+				parts = b.ExplainWithHistory(r.Context(), topics...)
+			} else {
+				parts = b.Explain(topics...)
+			}
+			if parts == nil {
+				return []broker.PartitionExplain{}
+			}
 			return parts
-		}
-		return []broker.PartitionExplain{}
-	}))
+		})(w, r)
+	})
+	mux.HandleFunc("GET /v1/throughput", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(m.TopicTotals())
+	})
 	mux.HandleFunc("GET /v1/replicas", serveJSON(func(b *broker.Broker) any { return b.Replicas() }))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -280,17 +353,21 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Serve listens on listener (metrics.listener: http://HOST:PORT) and
-// serves h there until stop is called. A listener that cannot be bound is
+// serves h there until stop is called; bound is the listener with the
+// port it bound (port 0 picks one). A listener that cannot be bound is
 // an error: an operator who set it expects it.
-func Serve(listener string, h http.Handler, logger *slog.Logger) (stop func(), err error) {
+func Serve(listener string, h http.Handler, logger *slog.Logger) (bound string, stop func(), err error) {
 	u, err := url.Parse(listener)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("metrics.listener %q: want http://HOST:PORT", listener)
+		return "", nil, fmt.Errorf("metrics.listener %q: want http://HOST:PORT", listener)
 	}
 	ln, err := net.Listen("tcp", u.Host)
 	if err != nil {
-		return nil, fmt.Errorf("metrics.listener: %w", err)
+		return "", nil, fmt.Errorf("metrics.listener: %w", err)
 	}
+	host, _, _ := net.SplitHostPort(u.Host)
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	bound = "http://" + net.JoinHostPort(host, port)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -300,7 +377,7 @@ func Serve(listener string, h http.Handler, logger *slog.Logger) (stop func(), e
 		}
 	}()
 	logger.Info("metrics listener started", "url", "http://"+ln.Addr().String())
-	return func() {
+	return bound, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)

@@ -1,10 +1,13 @@
 package metrics
 
 import (
+	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // The gauges read from broker.Status at each scrape.
@@ -129,4 +132,62 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descUnderReplicated, float64(under))
 	gauge(descUnderMinISR, float64(underMin))
 	gauge(descAtMinISR, float64(atMin))
+}
+
+// descGroupLag is exported by a group's coordinator only, so a sum over
+// the cluster counts each group once.
+var descGroupLag = prometheus.NewDesc("samsa_consumer_group_lag_records",
+	"Records a consumer group has yet to consume in a partition: the partition's high watermark minus the group's committed offset (from its start when it has none), for the groups this broker coordinates.",
+	[]string{"group", "topic", "partition"}, nil)
+
+// groupLagTimeout bounds the requests of one scrape's lag: a slow cluster
+// costs the scrape the lag, not the scrape.
+const groupLagTimeout = 3 * time.Second
+
+// groupLagCollector reads the lag of the groups coordinated here at each
+// scrape, through the broker's admin client (kadm's Lag: their committed
+// offsets and the partitions' end offsets, from whichever brokers lead
+// them). mu keeps concurrent scrapes from stacking requests.
+type groupLagCollector struct {
+	m  *Metrics
+	mu sync.Mutex
+}
+
+func (c *groupLagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descGroupLag }
+
+func (c *groupLagCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.m.current.Get()
+	if b == nil {
+		return
+	}
+	groups := b.CoordinatedGroups()
+	if len(groups) == 0 {
+		return
+	}
+	cl, err := b.AdminClient()
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), groupLagTimeout)
+	defer cancel()
+	lags, err := kadm.NewClient(cl).Lag(ctx, groups...)
+	if err != nil {
+		return
+	}
+	for _, l := range lags {
+		if l.Coordinator.NodeID != b.NodeID() {
+			continue // moved since CoordinatedGroups: its new coordinator exports it
+		}
+		for topic, ps := range l.Lag {
+			for p, ml := range ps {
+				if ml.Err != nil || ml.Lag < 0 {
+					continue
+				}
+				ch <- prometheus.MustNewConstMetric(descGroupLag, prometheus.GaugeValue, float64(ml.Lag),
+					l.Group, topic, strconv.Itoa(int(p)))
+			}
+		}
+	}
 }

@@ -69,8 +69,16 @@ type pending struct {
 	// until then.
 	resolved chan struct{}
 	// received and handled are when the request's frame was read and
-	// when its handler returned (Config.Observer).
-	received, handled time.Time
+	// when its handler returned, encoded when its response was encoded
+	// (Config.Observer).
+	received, handled, encoded time.Time
+}
+
+// unsentResponse is an encoded response not yet written, for
+// Observer.ResponseSent.
+type unsentResponse struct {
+	key     int16
+	encoded time.Time
 }
 
 // held is what one request holds of the server's memory budget: its frame
@@ -134,6 +142,9 @@ type conn struct {
 	// of it that is small frames (Budget.chargeSmall). Write goroutine
 	// only.
 	owed, owedSmall int64
+	// unsent are the encoded responses not yet written
+	// (Observer.ResponseSent), in the order they are.
+	unsent []unsentResponse
 	// small is the bytes of small frames the connection holds (see
 	// Budget.small).
 	small atomic.Int64
@@ -860,6 +871,21 @@ func (c *conn) owe(p *pending) {
 			c.owedSmall += p.held.frame
 		}
 	}
+	if !p.encoded.IsZero() && !p.resp.NoResponse {
+		c.unsent = append(c.unsent, unsentResponse{key: p.key, encoded: p.encoded})
+	}
+}
+
+// sent tells the observer of the responses owed so far: they are written.
+func (c *conn) sent() {
+	if len(c.unsent) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, u := range c.unsent {
+		c.s.cfg.Observer.ResponseSent(u.key, now.Sub(u.encoded))
+	}
+	c.unsent = c.unsent[:0]
 }
 
 // idleBuffer returns buf, or nil if it is larger than idleWriteBuffer. A
@@ -933,6 +959,7 @@ func (c *conn) observe(p *pending, body kmsg.Response, ready time.Time) {
 		return
 	}
 	now := time.Now()
+	p.encoded = now
 	d := RequestDone{Key: p.key, Version: p.version, Listener: c.info.Listener,
 		Local: p.handled.Sub(p.received), Total: now.Sub(p.received), Body: body}
 	if !ready.IsZero() {
@@ -1036,6 +1063,7 @@ func (c *conn) flush(buf []byte) ([]byte, bool) {
 	if len(buf) == 0 {
 		c.giveSmall(c.owed, c.owedSmall)
 		c.owed, c.owedSmall = 0, 0
+		c.sent()
 		return buf, true
 	}
 	ok := c.write(buf)
@@ -1047,6 +1075,7 @@ func (c *conn) flush(buf []byte) ([]byte, bool) {
 	}
 	c.giveSmall(c.owed, c.owedSmall)
 	c.owed, c.owedSmall = 0, 0
+	c.sent()
 	return buf[:0], true
 }
 
