@@ -780,7 +780,7 @@ func (c *conn) writeLoop() {
 	for {
 		var p pending
 		var ok bool
-		if len(buf) > 0 || c.owed > 0 {
+		if len(buf) > 0 || c.owed > 0 || len(c.unsent) > 0 {
 			select {
 			case p, ok = <-c.queue:
 			default:
@@ -805,7 +805,7 @@ func (c *conn) writeLoop() {
 			c.flush(buf)
 			return
 		}
-		if p.resp.Later != nil && (len(buf) > 0 || c.owed > 0) {
+		if p.resp.Later != nil && (len(buf) > 0 || c.owed > 0 || len(c.unsent) > 0) {
 			if buf, ok = c.flush(buf); !ok {
 				return
 			}

@@ -105,3 +105,38 @@ func TestRawResponse(t *testing.T) {
 		})
 	}
 }
+
+// sentObserver reports the ResponseSent calls.
+type sentObserver struct{ sent chan int16 }
+
+func (o *sentObserver) RequestDone(RequestDone)                 {}
+func (o *sentObserver) ResponseSent(key int16, _ time.Duration) { o.sent <- key }
+
+// A raw response whose records end the frame leaves nothing in the write
+// buffer once sent: it is still reported as sent at once, not when some
+// later response is flushed (which a connection that only fetches may
+// never have).
+func TestResponseSentAfterRawResponse(t *testing.T) {
+	h := &testHandler{}
+	h.hook = func(ctx context.Context, req *Request) (Response, bool) {
+		if topicOf(req) != "raw-end" {
+			return Response{}, false
+		}
+		raw := rawMetadata(req, [][2]int{{10, 30}}, false)
+		raw.Parts = append(raw.Parts, RawPart{At: len(raw.Body), Data: memSendable{}})
+		return Response{Body: raw}, true
+	}
+	obs := &sentObserver{sent: make(chan int16, 16)}
+	_, addr := startServer(t, Config{Observer: obs}, h)
+	c := dialRaw(t, addr)
+	c.write(AppendRequest(nil, metadataRequest(9, "raw-end"), 0, nil))
+	c.recv(metadataRequest(9).ResponseKind())
+	select {
+	case key := <-obs.sent:
+		if key != 3 {
+			t.Fatalf("ResponseSent for key %d, want 3 (Metadata)", key)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the response was written but not reported as sent")
+	}
+}
