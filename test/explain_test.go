@@ -51,6 +51,11 @@ func TestTopicDescribeExplain(t *testing.T) {
 		"ISR history (newest first, 1 of 1 kept):",
 		"partition epoch 1, by controller ",
 		"ISR [1,2,3] -> [1,2]: dead, shutting-down or recovering brokers removed from the ISR: broker 3 is in controlled shutdown",
+		// When replica 3 left, from that history.
+		"(out since ",
+		// The live replicas' own truncation audits.
+		"Replica 2: in ISR, log end 20, lag 0, last fetch",
+		"fsync'd to the high watermark, no truncation since its broker opened it",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)

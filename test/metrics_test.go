@@ -2,6 +2,7 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -74,6 +75,19 @@ func clusterMetricSum(t testing.TB, c *Cluster, ids []int32, name string, want m
 		sum += metricSum(fams, name, want)
 	}
 	return sum, nil
+}
+
+// getJSONBody GETs url and decodes its JSON body into v.
+func getJSONBody(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // httpStatus GETs url and returns the status code and body.

@@ -347,6 +347,23 @@ func TestKIP101NoReplicaDivergenceAfterDoubleFailure(t *testing.T) {
 	if committed < 1 || committed > float64(hwA-endB) || removed < committed {
 		t.Errorf("broker 1's truncation audit: %v removed, %v below its high watermark; want 1 to %d below it, and removed ≥ that", removed, committed, hwA-endB)
 	}
+	// The replica's own audit (/v1/replicas, what --explain prints)
+	// says the same of this partition.
+	var replicas []struct {
+		Partition   int32 `json:"partition"`
+		Truncations struct {
+			Count            int64 `json:"count"`
+			Removed          int64 `json:"removed"`
+			RemovedCommitted int64 `json:"removed_committed"`
+		} `json:"truncations"`
+	}
+	if err := getJSONBody(c.Broker(1).Proc.MetricsURL+"/v1/replicas?topic="+topic, &replicas); err != nil {
+		t.Fatal(err)
+	}
+	if len(replicas) != 1 || replicas[0].Truncations.Count < 1 ||
+		float64(replicas[0].Truncations.RemovedCommitted) != committed || float64(replicas[0].Truncations.Removed) != removed {
+		t.Errorf("broker 1's /v1/replicas for %s: %+v; want one replica whose audit matches the metrics (%v removed, %v committed)", topic, replicas, removed, committed)
+	}
 	t.Logf("broker 1 held offsets [%d, %d) of epoch 0 below its checkpointed HW %d; broker 2 lost them and wrote %d new records up to %d; broker 1 truncated and converged",
 		endB, acked, hwA, w2.Acked(), end2)
 }

@@ -33,6 +33,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -62,6 +63,8 @@ type Console struct {
 	// samples holds each broker's last throughput counters and the rates
 	// derived from the sample before them.
 	samples map[int32]*sample
+	// histories caches the topics' ISR history reads (isrHistory).
+	histories map[[16]byte]cachedHistory
 }
 
 // TopicTotals are a topic's counts on one broker since it started, as
@@ -78,8 +81,10 @@ type TopicTotals struct {
 // them from internal/metrics).
 func New(current *broker.Current, totals func() map[string]TopicTotals, logger *slog.Logger) *Console {
 	c := &Console{current: current, totals: totals, logger: logger,
-		client: &http.Client{Timeout: requestTimeout}, pages: map[string]*template.Template{},
-		samples: map[int32]*sample{}}
+		client: &http.Client{Timeout: requestTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse // a metrics listener does not redirect
+		}}, pages: map[string]*template.Template{},
+		samples: map[int32]*sample{}, histories: map[[16]byte]cachedHistory{}}
 	for _, page := range []string{"overview", "topic", "groups", "group", "unavailable"} {
 		c.pages[page] = template.Must(template.New("layout.html").Funcs(funcs).
 			ParseFS(templateFS, "templates/layout.html", "templates/"+page+".html"))
@@ -195,6 +200,19 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(id)
 	},
+	// leftISR is the newest change of h that took replica id out of the
+	// ISR, nil if none is kept.
+	"leftISR": func(h []broker.ISRChange, id int32) *broker.ISRChange {
+		for i := len(h) - 1; i >= 0; i-- {
+			if slices.Contains(h[i].PreviousISR, id) && !slices.Contains(h[i].ISR, id) {
+				return &h[i]
+			}
+		}
+		return nil
+	},
+	// pathEscape makes a name one segment of a link's path (group names
+	// are free text: '/', '?', '#' included).
+	"pathEscape": url.PathEscape,
 	"newestFirst": func(h []broker.ISRChange) []broker.ISRChange {
 		out := slices.Clone(h)
 		slices.Reverse(out)

@@ -41,7 +41,10 @@ func TestPagesRenderEdgeCases(t *testing.T) {
 			{ID: 1, Leader: true, InISR: true, LogEnd: 42, DurableToHighWatermark: true, LastFetchAgoMs: -1, CaughtUpAgoMs: -1},
 			{ID: 2, LogEnd: -1, LastFetchAgoMs: -1, CaughtUpAgoMs: -1, Reason: "its broker is not registered (session lost or stopped)"},
 		}}
-	history := map[int32][]broker.ISRChange{0: {
+	history := map[int32][]broker.ISRChange{1: {
+		{TimeUnixMs: 3_000, PartitionEpoch: 4, Leader: 1, ISR: []int32{1}, PreviousLeader: 1, PreviousISR: []int32{1, 2},
+			By: "controller 1", Reason: "broker 2 is not registered"},
+	}, 0: {
 		{TimeUnixMs: 1_000, PartitionEpoch: 1, Leader: 2, LeaderEpoch: 0, ISR: []int32{2, 3}, PreviousLeader: 2, PreviousISR: []int32{2},
 			By: "leader 2", Reason: "replica 3 added: caught up"},
 		{TimeUnixMs: 2_000, PartitionEpoch: 2, Leader: -1, LeaderEpoch: 1, ISR: []int32{2, 3}, PreviousLeader: 2, PreviousISR: []int32{2, 3},
@@ -49,7 +52,11 @@ func TestPagesRenderEdgeCases(t *testing.T) {
 	}}
 	body := renderPage(t, c, "topic", newTopicData(topicRow{TopicView: topic, Replication: 2},
 		map[int32]broker.PartitionExplain{1: explain},
-		map[int32]string{4: "GET http://b4:9644/v1/partitions: connection refused"}, history, nil))
+		map[int32]string{4: "GET http://b4:9644/v1/partitions: connection refused"}, history, nil,
+		map[int32][]broker.ReplicaState{
+			1: {{Topic: "orders", Partition: 1, Truncations: broker.Truncations{Count: 2, Removed: 7, RemovedCommitted: 3}}},
+			2: {{Topic: "orders", Partition: 1}},
+		}))
 	for _, want := range []string{
 		`id="partition-0" data-health="offline"`,
 		"No leader: nothing to ask",
@@ -63,6 +70,10 @@ func TestPagesRenderEdgeCases(t *testing.T) {
 		`id="history-0"`,
 		"ISR history: the last 2 changes, newest first",
 		"ISR history: no change since the partition was created.",
+		// When replica 2 left, from the history; the replicas' audits.
+		"(out since 1970-01-01 00:00:03 UTC: broker 2 is not registered)",
+		`<td class="truncations">2: 7 records, <span class="offline-text">3 below its HW</span></td>`,
+		`<td class="truncations">none</td>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("topic page lacks %q", want)
@@ -74,7 +85,7 @@ func TestPagesRenderEdgeCases(t *testing.T) {
 	if !strings.Contains(body, "2 → none (epoch 1)") {
 		t.Errorf("the offline change does not show the leader lost")
 	}
-	body = renderPage(t, c, "topic", newTopicData(topicRow{TopicView: topic}, nil, nil, nil, errors.New("etcd unreachable")))
+	body = renderPage(t, c, "topic", newTopicData(topicRow{TopicView: topic}, nil, nil, nil, errors.New("etcd unreachable"), nil))
 	if !strings.Contains(body, "ISR history not read: etcd unreachable") {
 		t.Errorf("a failed history read is not shown")
 	}
@@ -92,7 +103,7 @@ func TestPagesRenderEdgeCases(t *testing.T) {
 	if !strings.Contains(body, "5+ <span") || !strings.Contains(body, "incomplete") {
 		t.Errorf("an incomplete lag is not marked as such: %s", body)
 	}
-	if !strings.Contains(body, `href="/groups/%3cscript%3ealert%281%29%3c/script%3e"`) {
+	if !strings.Contains(body, `href="/groups/%3Cscript%3Ealert%281%29%3C%2Fscript%3E"`) {
 		t.Errorf("the group's link is not path-escaped: %s", body)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,16 +90,26 @@ type partitionRow struct {
 	ExplainErr string
 	History    []broker.ISRChange
 	HistoryErr string
+	// Truncations are the replicas' own truncation audits, by replica
+	// (absent: its broker could not be asked).
+	Truncations map[int32]*broker.Truncations
 }
 
 // newTopicData joins the topic's partitions with the leaders' accounts
 // (by partition), the errors of those that could not be asked (by
 // leader), and the partitions' ISR history (or why it could not be read).
 func newTopicData(t topicRow, explain map[int32]broker.PartitionExplain, errs map[int32]string,
-	history map[int32][]broker.ISRChange, historyErr error) topicData {
+	history map[int32][]broker.ISRChange, historyErr error, replicas map[int32][]broker.ReplicaState) topicData {
 	d := topicData{Topic: t}
 	for _, p := range t.Partitions {
-		row := partitionRow{PartitionView: p, History: history[p.Partition]}
+		row := partitionRow{PartitionView: p, History: history[p.Partition], Truncations: map[int32]*broker.Truncations{}}
+		for id, rs := range replicas {
+			for _, r := range rs {
+				if r.Topic == t.Name && r.Partition == p.Partition {
+					row.Truncations[id] = &r.Truncations
+				}
+			}
+		}
 		if e, ok := explain[p.Partition]; ok {
 			row.Explain = &e
 		} else if p.Health != broker.Offline {
@@ -123,8 +135,6 @@ func (c *Console) topic(ctx context.Context, b *broker.Broker, r *http.Request) 
 	if len(t.Partitions) > 0 {
 		row.Replication = len(t.Partitions[0].Replicas)
 	}
-	rates, _ := c.throughput(ctx, b, cv)
-	row.Rate, row.HasRate = rates[name]
 	explain, errs := map[int32]broker.PartitionExplain{}, map[int32]string{}
 
 	urls := metricsURLs(cv)
@@ -134,8 +144,45 @@ func (c *Console) topic(ctx context.Context, b *broker.Broker, r *http.Request) 
 			leaders = append(leaders, p.Leader)
 		}
 	}
+	// Everything below is asked at once, so that one slow broker costs
+	// its own part of the page, not the others'.
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		rates, _ := c.throughput(ctx, b, cv)
+		mu.Lock()
+		defer mu.Unlock()
+		row.Rate, row.HasRate = rates[name]
+	})
+	// Every live replica's own account (its truncation audit).
+	replicas := map[int32][]broker.ReplicaState{}
+	var hosts []int32
+	for _, p := range t.Partitions {
+		for _, r := range p.Replicas {
+			if !slices.Contains(hosts, r) && !slices.Contains(p.Dead, r) {
+				hosts = append(hosts, r)
+			}
+		}
+	}
+	for _, id := range hosts {
+		wg.Go(func() {
+			var rs []broker.ReplicaState
+			var err error
+			switch {
+			case id == b.NodeID():
+				rs = b.Replicas(name)
+			case urls[id] == "":
+				return
+			default:
+				err = c.getJSON(ctx, id, urls[id]+"/v1/replicas?topic="+url.QueryEscape(name), &rs)
+			}
+			if err == nil {
+				mu.Lock()
+				replicas[id] = rs
+				mu.Unlock()
+			}
+		})
+	}
 	for _, id := range leaders {
 		wg.Go(func() {
 			var parts []broker.PartitionExplain
@@ -146,7 +193,7 @@ func (c *Console) topic(ctx context.Context, b *broker.Broker, r *http.Request) 
 			case urls[id] == "":
 				err = fmt.Errorf("broker %d advertises no metrics listener", id)
 			default:
-				err = c.getJSON(ctx, urls[id]+"/v1/partitions?topic="+url.QueryEscape(name), &parts)
+				err = c.getJSON(ctx, id, urls[id]+"/v1/partitions?topic="+url.QueryEscape(name), &parts)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -162,9 +209,42 @@ func (c *Console) topic(ctx context.Context, b *broker.Broker, r *http.Request) 
 		})
 	}
 	// The ISR history: read here, once (not by every leader).
-	history, herr := b.ISRHistory(ctx, t.ID)
+	history, herr := c.isrHistory(ctx, b, t.ID)
 	wg.Wait()
-	return "topic " + name, newTopicData(row, explain, errs, history, herr), nil
+	return "topic " + name, newTopicData(row, explain, errs, history, herr, replicas), nil
+}
+
+// historyTTL is how long a topic's ISR history read is reused: pages
+// refreshing every few seconds, in several tabs, read it from etcd about
+// once per interval.
+const historyTTL = 5 * time.Second
+
+// cachedHistory is one topic's ISR history as last read.
+type cachedHistory struct {
+	at      time.Time
+	history map[int32][]broker.ISRChange
+	err     error
+}
+
+// isrHistory returns the ISR history of the topic with id id, read from
+// etcd at most once per historyTTL.
+func (c *Console) isrHistory(ctx context.Context, b *broker.Broker, id [16]byte) (map[int32][]broker.ISRChange, error) {
+	c.mu.Lock()
+	h, ok := c.histories[id]
+	c.mu.Unlock()
+	if ok && time.Since(h.at) < historyTTL {
+		return h.history, h.err
+	}
+	history, err := b.ISRHistory(ctx, id)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range c.histories {
+		if time.Since(v.at) >= historyTTL {
+			delete(c.histories, k) // topics nobody looks at any more
+		}
+	}
+	c.histories[id] = cachedHistory{at: time.Now(), history: history, err: err}
+	return history, err
 }
 
 // metricsURLs are the registered brokers' advertised metrics listeners.
@@ -216,7 +296,7 @@ func (c *Console) throughput(ctx context.Context, b *broker.Broker, cv broker.Cl
 			case bv.MetricsURL == "":
 				res.err = fmt.Errorf("no metrics listener advertised")
 			default:
-				res.err = c.getJSON(ctx, bv.MetricsURL+"/v1/throughput", &res.totals)
+				res.err = c.getJSON(ctx, bv.ID, bv.MetricsURL+"/v1/throughput", &res.totals)
 			}
 			res.at = time.Now()
 			results[i] = res
@@ -275,8 +355,18 @@ func (c *Console) throughput(ctx context.Context, b *broker.Broker, cv broker.Cl
 	return sum, errs
 }
 
-// getJSON GETs u and decodes its JSON body into v.
-func (c *Console) getJSON(ctx context.Context, u string, v any) error {
+// nodeIDHeader is the header by which a metrics listener's /v1/ answers
+// name their broker (metrics.NodeIDHeader).
+const nodeIDHeader = "Samsa-Node-Id"
+
+// getJSON GETs u, broker id's metrics URL plus a path, and decodes its
+// JSON body into v. An answer from another broker than id (a loopback
+// metrics.listener advertised to other hosts reaches the asker itself)
+// is an error, not data of id's.
+func (c *Console) getJSON(ctx context.Context, id int32, u string, v any) error {
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("broker %d's metrics URL %q is not http(s)", id, u)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -289,6 +379,10 @@ func (c *Console) getJSON(ctx context.Context, u string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
+	}
+	if got := resp.Header.Get(nodeIDHeader); got != strconv.Itoa(int(id)) {
+		return fmt.Errorf("GET %s answered as broker %q, not %d: its metrics.listener is not reachable from here as advertised "+
+			"(a localhost listener on a cluster of several hosts? bind it to a routable address or 0.0.0.0)", u, got, id)
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 32<<20)).Decode(v)
 }

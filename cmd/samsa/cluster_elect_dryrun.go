@@ -24,13 +24,23 @@ import (
 
 // replicaState is one replica as its broker reports it (/v1/replicas).
 type replicaState struct {
-	Topic         string `json:"topic"`
-	Partition     int32  `json:"partition"`
-	Role          string `json:"role"`
-	LeaderEpoch   int32  `json:"leader_epoch"`
-	LogStart      int64  `json:"log_start"`
-	LogEnd        int64  `json:"log_end"`
-	HighWatermark int64  `json:"high_watermark"`
+	Topic         string      `json:"topic"`
+	Partition     int32       `json:"partition"`
+	Role          string      `json:"role"`
+	LeaderEpoch   int32       `json:"leader_epoch"`
+	LogStart      int64       `json:"log_start"`
+	LogEnd        int64       `json:"log_end"`
+	HighWatermark int64       `json:"high_watermark"`
+	Truncations   truncations `json:"truncations"`
+}
+
+// truncations is a replica's truncation audit since it was opened on its
+// broker.
+type truncations struct {
+	Count            int64 `json:"count"`
+	Removed          int64 `json:"removed"`
+	RemovedCommitted int64 `json:"removed_committed"`
+	LastUnixMs       int64 `json:"last_unix_ms"`
 }
 
 // dryRunLine is the verdict on one partition.
@@ -61,7 +71,7 @@ func uncleanDryRun(ctx context.Context, adm *kadm.Client, set kadm.TopicsSet) ([
 	states := map[int32]map[partitionKey]replicaState{}
 	for id, u := range urls {
 		var rs []replicaState
-		if err := getJSON(ctx, client, u+"/v1/replicas", &rs); err != nil {
+		if err := getJSON(ctx, client, id, u+"/v1/replicas", &rs); err != nil {
 			failed[id] = err.Error()
 			continue
 		}

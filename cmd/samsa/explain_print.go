@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +37,11 @@ func formatExplanation(topic string, p partitionDescription, res explainResult) 
 		case r.InISR:
 			parts = append(parts, "in ISR")
 		default:
-			parts = append(parts, "OUT OF ISR: "+r.Reason)
+			out := "OUT OF ISR: " + r.Reason
+			if left, ok := leftISR(e.History, r.ID); ok {
+				out += " (out since " + time.UnixMilli(left.TimeUnixMs).UTC().Format(time.RFC3339) + ": " + left.Reason + ")"
+			}
+			parts = append(parts, out)
 		}
 		if r.LogEnd >= 0 {
 			parts = append(parts, "log end "+strconv.FormatInt(r.LogEnd, 10))
@@ -54,11 +59,35 @@ func formatExplanation(topic string, p partitionDescription, res explainResult) 
 		} else {
 			parts = append(parts, "not fsync'd to the high watermark")
 		}
+		if rs, ok := res.replicas[r.ID][partitionKey{topic, p.Partition}]; ok {
+			parts = append(parts, formatTruncations(rs.Truncations))
+		}
 		b.WriteString(strings.Join(parts, ", "))
 		b.WriteByte('\n')
 	}
 	writeHistory(&b, e)
 	return b.String()
+}
+
+// leftISR finds the newest change of history that took replica id out of
+// the ISR.
+func leftISR(history []explainedChange, id int32) (explainedChange, bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		c := history[i]
+		if slices.Contains(c.PreviousISR, id) && !slices.Contains(c.ISR, id) {
+			return c, true
+		}
+	}
+	return explainedChange{}, false
+}
+
+// formatTruncations renders a replica's truncation audit.
+func formatTruncations(t truncations) string {
+	if t.Count == 0 {
+		return "no truncation since its broker opened it"
+	}
+	return fmt.Sprintf("%d truncations since its broker opened it (last %s) removed %d records, %d of them below its high watermark",
+		t.Count, time.UnixMilli(t.LastUnixMs).UTC().Format(time.RFC3339), t.Removed, t.RemovedCommitted)
 }
 
 // historyShown is how many of a partition's ISR changes --explain prints,

@@ -70,41 +70,73 @@ type partitionKey struct {
 }
 
 // explainResult is what the leaders said, by partition, and why a leader
-// could not be asked.
+// could not be asked; and what each replica's broker said of its replica
+// (its truncation audit), by broker.
 type explainResult struct {
-	parts  map[partitionKey]explainedPartition
-	failed map[int32]string
+	parts    map[partitionKey]explainedPartition
+	failed   map[int32]string
+	replicas map[int32]map[partitionKey]replicaState
 }
 
 // fetchExplanations asks the leaders of descs' partitions for their
 // accounts.
 func fetchExplanations(ctx context.Context, adm *kadm.Client, md kadm.Metadata, descs []topicDescription) explainResult {
-	res := explainResult{parts: map[partitionKey]explainedPartition{}, failed: map[int32]string{}}
-	var leaders []int32
-	seen := map[int32]bool{}
+	res := explainResult{parts: map[partitionKey]explainedPartition{}, failed: map[int32]string{},
+		replicas: map[int32]map[partitionKey]replicaState{}}
+	var leaders, hosts []int32
+	seen, hosting, live := map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
+	for _, b := range md.Brokers {
+		live[b.NodeID] = true
+	}
 	for _, t := range descs {
 		for _, p := range t.Partitions {
 			if p.Leader >= 0 && !seen[p.Leader] {
 				seen[p.Leader] = true
 				leaders = append(leaders, p.Leader)
 			}
+			for _, r := range p.Replicas {
+				if live[r] && !hosting[r] {
+					hosting[r] = true
+					hosts = append(hosts, r)
+				}
+			}
 		}
 	}
-	urls, failed := brokerMetricsURLs(ctx, adm, md, leaders)
+	urls, failed := brokerMetricsURLs(ctx, adm, md, hosts)
 	maps.Copy(res.failed, failed)
 	client := &http.Client{Timeout: 10 * time.Second}
 	q := url.Values{"history": {"1"}}
 	for _, t := range descs {
 		q.Add("topic", t.Name)
 	}
-	for id, u := range urls {
+	for _, id := range leaders {
+		u, ok := urls[id]
+		if !ok {
+			continue
+		}
 		var parts []explainedPartition
-		if err := getJSON(ctx, client, u+"/v1/partitions?"+q.Encode(), &parts); err != nil {
+		if err := getJSON(ctx, client, id, u+"/v1/partitions?"+q.Encode(), &parts); err != nil {
 			res.failed[id] = err.Error()
 			continue
 		}
 		for _, p := range parts {
 			res.parts[partitionKey{p.Topic, p.Partition}] = p
+		}
+	}
+	// Each live replica's own account: its truncations.
+	q.Del("history")
+	for _, id := range hosts {
+		u, ok := urls[id]
+		if !ok {
+			continue
+		}
+		var rs []replicaState
+		if err := getJSON(ctx, client, id, u+"/v1/replicas?"+q.Encode(), &rs); err != nil {
+			continue // the line then says nothing of its truncations
+		}
+		res.replicas[id] = map[partitionKey]replicaState{}
+		for _, r := range rs {
+			res.replicas[id][partitionKey{r.Topic, r.Partition}] = r
 		}
 	}
 	return res
@@ -174,8 +206,10 @@ func metricsURL(listener string, brokers kadm.BrokerDetails, id int32) (string, 
 	return u.String(), nil
 }
 
-// getJSON GETs u and decodes its JSON body into v.
-func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
+// getJSON GETs u, a path of broker id's metrics listener, and decodes its
+// JSON body into v. An answer that names another broker (a loopback
+// metrics.listener reached from another host) is an error.
+func getJSON(ctx context.Context, client *http.Client, id int32, u string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
@@ -188,6 +222,9 @@ func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
+	}
+	if got := resp.Header.Get("Samsa-Node-Id"); got != strconv.Itoa(int(id)) {
+		return fmt.Errorf("GET %s answered as broker %q, not %d: its metrics.listener is not reachable from here as configured", u, got, id)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(v); err != nil {
 		return fmt.Errorf("GET %s: %w", u, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -530,6 +531,11 @@ func (b *Broker) advertisedBroker() (meta.Broker, error) {
 	ib, _ := reg.Endpoint(b.lc.interBroker)
 	reg.Host, reg.Port = ib.Host, ib.Port
 	reg.MetricsURL = advertisedMetricsURL(b.cfg.MetricsListener, ib.Host)
+	if u, err := url.Parse(reg.MetricsURL); err == nil && isLoopbackHost(u.Hostname()) && !isLoopbackHost(ib.Host) {
+		b.logger.Warn("metrics.listener is on loopback while other brokers reach this one at another host: "+
+			"the console's and --explain's views of this broker work only from this host (bind it to a routable address or 0.0.0.0)",
+			"metrics_url", reg.MetricsURL, "advertised_host", ib.Host)
+	}
 	return reg, nil
 }
 

@@ -147,6 +147,15 @@ func advertisedMetricsURL(listener, host string) string {
 	return (&url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(h, port)}).String()
 }
 
+// isLoopbackHost reports whether host names this machine only.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // AdminClient returns this incarnation's client of the cluster, for views
 // that need what only a Kafka request tells (the console's consumer
 // groups, the group lag metric): it bootstraps from this broker's own

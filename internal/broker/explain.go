@@ -185,25 +185,29 @@ func (b *Broker) outOfISRReason(s *coord.Snapshot, id int32, v ReplicaView, hw i
 // ReplicaState is one replica hosted here, as it knows itself: what an
 // unclean-election dry run compares (`samsa cluster elect-leaders
 // --election-type unclean --dry-run`, the metrics listener's
-// /v1/replicas).
+// /v1/replicas), and its truncation audit (`--explain`, the console).
 type ReplicaState struct {
-	Topic         string `json:"topic"`
-	Partition     int32  `json:"partition"`
-	Role          string `json:"role"`
-	LeaderEpoch   int32  `json:"leader_epoch"`
-	LogStart      int64  `json:"log_start"`
-	LogEnd        int64  `json:"log_end"`
-	HighWatermark int64  `json:"high_watermark"`
+	Topic         string      `json:"topic"`
+	Partition     int32       `json:"partition"`
+	Role          string      `json:"role"`
+	LeaderEpoch   int32       `json:"leader_epoch"`
+	LogStart      int64       `json:"log_start"`
+	LogEnd        int64       `json:"log_end"`
+	HighWatermark int64       `json:"high_watermark"`
+	Truncations   Truncations `json:"truncations"`
 }
 
-// Replicas returns every replica hosted here, sorted by topic and
-// partition.
-func (b *Broker) Replicas() []ReplicaState {
+// Replicas returns every replica hosted here (of topics only, if any are
+// given), sorted by topic and partition.
+func (b *Broker) Replicas(topics ...string) []ReplicaState {
 	st := b.Status()
 	out := make([]ReplicaState, 0, len(st.Partitions))
 	for _, p := range st.Partitions {
+		if len(topics) > 0 && !slices.Contains(topics, p.Topic) {
+			continue
+		}
 		out = append(out, ReplicaState{Topic: p.Topic, Partition: p.Partition, Role: p.Role.String(), LeaderEpoch: p.LeaderEpoch,
-			LogStart: p.LogStart, LogEnd: p.LogEnd, HighWatermark: p.HighWatermark})
+			LogStart: p.LogStart, LogEnd: p.LogEnd, HighWatermark: p.HighWatermark, Truncations: p.Truncations})
 	}
 	return out
 }

@@ -40,6 +40,38 @@ type localPartition struct {
 	// compacted topic's); only the cleaner goroutine uses them.
 	compactedSegments int
 	compactedAt       time.Time
+	// truncations audits the truncations of this replica's log since it
+	// was opened here (the fetcher's: replication.go).
+	truncations truncationCounters
+}
+
+// truncationCounters count a replica's truncations (Truncations).
+type truncationCounters struct {
+	count, removed, committed, lastUnixMs atomic.Int64
+}
+
+// Truncations is a replica's truncation audit since it was opened on
+// this broker: how many truncations, the records they removed, how many
+// of those lay below its high watermark (committed, so possibly
+// acknowledged: 0 but after an unclean election), and when the last one
+// was (Unix ms, 0: none).
+type Truncations struct {
+	Count            int64 `json:"count"`
+	Removed          int64 `json:"removed"`
+	RemovedCommitted int64 `json:"removed_committed"`
+	LastUnixMs       int64 `json:"last_unix_ms"`
+}
+
+func (t *truncationCounters) note(removed, committed int64) {
+	t.count.Add(1)
+	t.removed.Add(removed)
+	t.committed.Add(committed)
+	t.lastUnixMs.Store(time.Now().UnixMilli())
+}
+
+func (t *truncationCounters) snapshot() Truncations {
+	return Truncations{Count: t.count.Load(), Removed: t.removed.Load(), RemovedCommitted: t.committed.Load(),
+		LastUnixMs: t.lastUnixMs.Load()}
 }
 
 // partitionManager owns the replicas hosted on this broker. Its run

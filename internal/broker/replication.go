@@ -378,6 +378,7 @@ func (f *fetcher) handle(lp *localPartition, epoch int32, rp *kmsg.FetchResponse
 			f.b.logger.Info("behind the leader's log start; log emptied", "topic", lp.Topic, "partition", lp.Index,
 				"epoch", epoch, "offset", offset, "leader_log_start", rp.LogStartOffset, "removed", removed)
 			f.b.observer().Truncated(lp.Topic, lp.Index, removed, 0)
+			lp.truncations.note(removed, 0)
 			return nil
 		}
 		// Ahead of the leader (after an unclean election), or no epoch
@@ -429,6 +430,7 @@ func (f *fetcher) truncationAudit(lp *localPartition) func(leo int64) (removed, 
 		removed := max(leo0-leo, 0)
 		committed := max(min(hw0, leo0)-leo, 0)
 		f.b.observer().Truncated(lp.Topic, lp.Index, removed, committed)
+		lp.truncations.note(removed, committed)
 		return removed, committed
 	}
 }

@@ -52,6 +52,8 @@ type PartitionStatus struct {
 	MinInsyncReplicas int32
 	// LogStart and LogEnd are the log's offsets, SizeBytes its size.
 	LogStart, LogEnd, SizeBytes int64
+	// Truncations audits the log's truncations since it was opened here.
+	Truncations Truncations
 }
 
 // Leading reports whether this broker leads the partition.
@@ -89,7 +91,7 @@ func (b *Broker) Status() Status {
 	b.partitions.mu.RUnlock()
 	for _, lp := range parts {
 		ps := PartitionStatus{Topic: lp.Topic, Partition: lp.Index, Status: lp.Status(),
-			MinInsyncReplicas: lp.settings.Load().minInsyncReplicas}
+			MinInsyncReplicas: lp.settings.Load().minInsyncReplicas, Truncations: lp.truncations.snapshot()}
 		if vt, ok := s.Topics[lp.Topic]; ok && vt.Topic.ID == lp.topicID && int(lp.Index) < len(vt.Topic.Partitions) {
 			ps.Replicas = slices.Clone(vt.Topic.Partitions[lp.Index])
 		}

@@ -380,7 +380,11 @@ const ISRHistoryLen = 16
 // write that fails.
 func (c *Client) CASPartitionStateNoted(ctx context.Context, s meta.PartitionState, modRevision int64, id meta.TopicID, change meta.ISRChange, conds ...Condition) (newModRevision int64, err error) {
 	if id.IsZero() {
-		return 0, fmt.Errorf("%w: no topic id for the ISR history of %s-%d", ErrInvalid, s.Topic, s.Partition)
+		// A topic without an id (a hand-edited key): the history is
+		// kept by id, so none is written, but the change itself must
+		// not fail for it.
+		c.log.Warn("no topic id: the ISR change is stored without a history entry", "topic", s.Topic, "partition", s.Partition)
+		return c.casPartitionState(ctx, s, modRevision, id, nil, conds)
 	}
 	return c.casPartitionState(ctx, s, modRevision, id, &change, conds)
 }

@@ -485,16 +485,26 @@ func TestISRHistory(t *testing.T) {
 	// A plain CAS records nothing.
 	next := cur.Clone()
 	next.PartitionEpoch++
-	if _, err := c.CASPartitionState(ctx, next, rev); err != nil {
+	rev, err := c.CASPartitionState(ctx, next, rev)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(history("hist")[0]); n != ISRHistoryLen {
 		t.Errorf("after a plain CAS: %d changes, want %d", n, ISRHistoryLen)
 	}
 
-	// Without a topic id nothing is written.
-	if _, err := c.CASPartitionStateNoted(ctx, next, rev, meta.TopicID{}, meta.ISRChange{}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("noted CAS without a topic id: %v, want ErrInvalid", err)
+	// Without a topic id the change is stored all the same, with no
+	// history entry.
+	next = next.Clone()
+	next.PartitionEpoch++
+	if _, err := c.CASPartitionStateNoted(ctx, next, rev, meta.TopicID{}, meta.ISRChange{Reason: "no id"}); err != nil {
+		t.Errorf("noted CAS without a topic id: %v, want it stored", err)
+	}
+	if ps := statesOf(t, c, "hist"); ps[0].PartitionEpoch != next.PartitionEpoch {
+		t.Errorf("the state without a topic id was not stored: %+v", ps[0])
+	}
+	if n := len(history("hist")[0]); n != ISRHistoryLen {
+		t.Errorf("after a change without a topic id: %d changes, want %d", n, ISRHistoryLen)
 	}
 	// The history is outside the prefix the metadata cache reads.
 	resp, err := c.etcd.Get(ctx, c.keys.prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())

@@ -286,6 +286,12 @@ func (m *Metrics) ResponseSent(key int16, d time.Duration) {
 // LogFlushed implements broker.Observer.
 func (m *Metrics) LogFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) }
 
+// NodeIDHeader names the broker that answers a /v1/ request, so that a
+// reader can tell a metrics URL that reaches another broker (or itself:
+// a loopback metrics.listener advertised to other hosts) from the one it
+// meant to ask.
+const NodeIDHeader = "Samsa-Node-Id"
+
 // Handler serves /metrics (Prometheus' text format), /healthz (200 while
 // the process serves HTTP), /readyz (200 once the broker is ready:
 // broker.Broker.Ready; 503 with the reason otherwise), /v1/partitions
@@ -293,7 +299,8 @@ func (m *Metrics) LogFlushed(d time.Duration) { m.logFlush.Observe(d.Seconds()) 
 // replicas, for `samsa topic describe --explain`) and /v1/replicas (JSON:
 // broker.Broker.Replicas, every replica hosted here, for the
 // unclean-election dry run); /v1/partitions?topic=T shows one topic's
-// and history=1 adds the partitions' ISR history (read from etcd).
+// and history=1 adds the partitions' ISR history (read from etcd);
+// /v1/replicas?topic=T likewise.
 // /v1/throughput (JSON: TopicTotals by topic) feeds the console's live
 // throughput. The console (package web) adds its pages to the mux.
 func (m *Metrics) Handler() *http.ServeMux {
@@ -311,6 +318,7 @@ func (m *Metrics) Handler() *http.ServeMux {
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set(NodeIDHeader, strconv.Itoa(int(b.NodeID())))
 			json.NewEncoder(w).Encode(view(b))
 		}
 	}
@@ -330,11 +338,11 @@ func (m *Metrics) Handler() *http.ServeMux {
 			return parts
 		})(w, r)
 	})
-	mux.HandleFunc("GET /v1/throughput", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(m.TopicTotals())
+	mux.HandleFunc("GET /v1/throughput", serveJSON(func(*broker.Broker) any { return m.TopicTotals() }))
+	mux.HandleFunc("GET /v1/replicas", func(w http.ResponseWriter, r *http.Request) {
+		topics := r.URL.Query()["topic"]
+		serveJSON(func(b *broker.Broker) any { return b.Replicas(topics...) })(w, r)
 	})
-	mux.HandleFunc("GET /v1/replicas", serveJSON(func(b *broker.Broker) any { return b.Replicas() }))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		b := m.current.Get()

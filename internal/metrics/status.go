@@ -147,7 +147,8 @@ const groupLagTimeout = 3 * time.Second
 // groupLagCollector reads the lag of the groups coordinated here at each
 // scrape, through the broker's admin client (kadm's Lag: their committed
 // offsets and the partitions' end offsets, from whichever brokers lead
-// them). mu keeps concurrent scrapes from stacking requests.
+// them). mu keeps concurrent scrapes from stacking requests: a scrape
+// while another reads the lag goes without it.
 type groupLagCollector struct {
 	m  *Metrics
 	mu sync.Mutex
@@ -168,7 +169,9 @@ func (c *groupLagCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	c.mu.Lock()
+	if !c.mu.TryLock() {
+		return // another scrape is reading the lag: this one goes without
+	}
 	defer c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), groupLagTimeout)
 	defer cancel()
