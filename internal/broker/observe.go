@@ -49,16 +49,16 @@ type Observer interface {
 // nopObserver observes nothing.
 type nopObserver struct{}
 
-func (nopObserver) RequestDone(protocol.RequestDone)        {}
-func (nopObserver) RecordsIn(string, int64, int64)          {}
-func (nopObserver) RecordsOut(string, int64, bool)          {}
-func (nopObserver) ISRChanged(string, int32, bool, bool)    {}
-func (nopObserver) UncleanElection(string, int32)           {}
-func (nopObserver) LogFlushed(time.Duration)                {}
-func (nopObserver) Truncated(string, int32, int64, int64)   {}
-func (nopObserver) SessionRenewal(time.Duration, bool)      {}
-func (nopObserver) EtcdRequest(string, time.Duration, bool) {}
-func (nopObserver) ResponseSent(int16, time.Duration)       {}
+func (nopObserver) RequestDone(protocol.RequestDone)         {}
+func (nopObserver) RecordsIn(string, int64, int64)           {}
+func (nopObserver) RecordsOut(string, int64, bool)           {}
+func (nopObserver) ISRChanged(string, int32, bool, bool)     {}
+func (nopObserver) UncleanElection(string, int32)            {}
+func (nopObserver) LogFlushed(time.Duration)                 {}
+func (nopObserver) Truncated(string, int32, int64, int64)    {}
+func (nopObserver) SessionRenewal(time.Duration, bool)       {}
+func (nopObserver) EtcdRequest(string, time.Duration, bool)  {}
+func (nopObserver) ResponseSent(int16, int16, time.Duration) {}
 
 // observer returns the configured Observer, or one that observes nothing.
 func (b *Broker) observer() Observer {

@@ -113,8 +113,8 @@ func New(current *broker.Current) *Metrics {
 	m.requestErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "request_errors_total",
 		Help: "Error codes in responses, by API and error (Kafka's ErrorsPerSec); a response counts each partition's error."}, []string{"api", "error"})
 	m.requestTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "request_duration_seconds",
-		Help:    "Request time by API and phase: local (the handler), remote (waiting for replication, a long poll or a rebalance), total (frame read to response encoded), response_send (response encoded to written to the socket) (Kafka's LocalTimeMs, RemoteTimeMs, TotalTimeMs, ResponseQueueTimeMs+ResponseSendTimeMs).",
-		Buckets: latency}, []string{"api", "phase"})
+		Help:    "Request time by API, version and phase: local (the handler), remote (waiting for replication, a long poll or a rebalance), total (frame read to response encoded), response_send (response encoded to written to the socket) (Kafka's LocalTimeMs, RemoteTimeMs, TotalTimeMs, ResponseQueueTimeMs+ResponseSendTimeMs).",
+		Buckets: latency}, []string{"api", "version", "phase"})
 	m.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "topic_bytes_in_total",
 		Help: "Bytes of record batches appended by produce requests, by topic (BytesInPerSec)."}, []string{"topic"})
 	m.messagesIn = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "topic_messages_in_total",
@@ -153,13 +153,13 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // RequestDone implements protocol.Observer.
 func (m *Metrics) RequestDone(d protocol.RequestDone) {
-	api := m.apiName(d.Key)
-	m.requests.WithLabelValues(api, strconv.Itoa(int(d.Version))).Inc()
-	m.requestTime.WithLabelValues(api, "local").Observe(d.Local.Seconds())
+	api, version := m.apiName(d.Key), versionLabel(d.Version)
+	m.requests.WithLabelValues(api, version).Inc()
+	m.requestTime.WithLabelValues(api, version, "local").Observe(d.Local.Seconds())
 	if d.Remote > 0 {
-		m.requestTime.WithLabelValues(api, "remote").Observe(d.Remote.Seconds())
+		m.requestTime.WithLabelValues(api, version, "remote").Observe(d.Remote.Seconds())
 	}
-	m.requestTime.WithLabelValues(api, "total").Observe(d.Total.Seconds())
+	m.requestTime.WithLabelValues(api, version, "total").Observe(d.Total.Seconds())
 	if d.Body != nil {
 		countErrors(reflect.ValueOf(d.Body), func(code int16) {
 			m.requestErrors.WithLabelValues(api, errorName(code)).Inc()
@@ -279,8 +279,25 @@ func (m *Metrics) EtcdRequest(method string, d time.Duration, ok bool) {
 }
 
 // ResponseSent implements protocol.Observer.
-func (m *Metrics) ResponseSent(key int16, d time.Duration) {
-	m.requestTime.WithLabelValues(m.apiName(key), "response_send").Observe(d.Seconds())
+func (m *Metrics) ResponseSent(key, version int16, d time.Duration) {
+	m.requestTime.WithLabelValues(m.apiName(key), versionLabel(version), "response_send").Observe(d.Seconds())
+}
+
+// versionLabels are the labels of the versions a request can have: a
+// version is an int16 the server checked against its table, so they are
+// few; the table spares an allocation per request.
+var versionLabels = func() (l [64]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(i)
+	}
+	return l
+}()
+
+func versionLabel(v int16) string {
+	if v >= 0 && int(v) < len(versionLabels) {
+		return versionLabels[v]
+	}
+	return strconv.Itoa(int(v))
 }
 
 // LogFlushed implements broker.Observer.

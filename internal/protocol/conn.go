@@ -77,8 +77,8 @@ type pending struct {
 // unsentResponse is an encoded response not yet written, for
 // Observer.ResponseSent.
 type unsentResponse struct {
-	key     int16
-	encoded time.Time
+	key, version int16
+	encoded      time.Time
 }
 
 // held is what one request holds of the server's memory budget: its frame
@@ -872,7 +872,7 @@ func (c *conn) owe(p *pending) {
 		}
 	}
 	if !p.encoded.IsZero() && !p.resp.NoResponse {
-		c.unsent = append(c.unsent, unsentResponse{key: p.key, encoded: p.encoded})
+		c.unsent = append(c.unsent, unsentResponse{key: p.key, version: p.version, encoded: p.encoded})
 	}
 }
 
@@ -883,7 +883,7 @@ func (c *conn) sent() {
 	}
 	now := time.Now()
 	for _, u := range c.unsent {
-		c.s.cfg.Observer.ResponseSent(u.key, now.Sub(u.encoded))
+		c.s.cfg.Observer.ResponseSent(u.key, u.version, now.Sub(u.encoded))
 	}
 	c.unsent = c.unsent[:0]
 }

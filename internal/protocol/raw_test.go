@@ -109,8 +109,8 @@ func TestRawResponse(t *testing.T) {
 // sentObserver reports the ResponseSent calls.
 type sentObserver struct{ sent chan int16 }
 
-func (o *sentObserver) RequestDone(RequestDone)                 {}
-func (o *sentObserver) ResponseSent(key int16, _ time.Duration) { o.sent <- key }
+func (o *sentObserver) RequestDone(RequestDone)                    {}
+func (o *sentObserver) ResponseSent(key, _ int16, _ time.Duration) { o.sent <- key }
 
 // A raw response whose records end the frame leaves nothing in the write
 // buffer once sent: it is still reported as sent at once, not when some

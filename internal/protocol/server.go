@@ -119,12 +119,12 @@ type Config struct {
 // connection's goroutines: it must be quick and safe for concurrent use.
 type Observer interface {
 	RequestDone(d RequestDone)
-	// ResponseSent: a response of API key was written to the socket d
+	// ResponseSent: a response of API key and version was written to the socket d
 	// after it was encoded (Kafka's ResponseQueueTimeMs and
 	// ResponseSendTimeMs together: the wait behind the connection's
 	// earlier responses and the write, a sendfile'd Fetch's records
 	// included). Responses to acks=0 produces are never sent.
-	ResponseSent(key int16, d time.Duration)
+	ResponseSent(key, version int16, d time.Duration)
 }
 
 // RequestDone describes one answered request. Its times run from the
