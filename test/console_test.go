@@ -230,6 +230,19 @@ func TestConsoleInBrowser(t *testing.T) {
 			return {Health:r.dataset.health,Colour:getComputedStyle(r.querySelector('.dot')).backgroundColor}})()`, p))
 		return s.Health, s.Colour, err
 	}
+	// partitionsAre checks both partitions' health and dot colour.
+	partitionsAre := func(health, colour string) error {
+		for p := range 2 {
+			h, col, err := partitionState(p)
+			if err != nil {
+				return err
+			}
+			if h != health || col != colour {
+				return fmt.Errorf("partition %d: %q %q, want %s and %s", p, h, col, health, colour)
+			}
+		}
+		return nil
+	}
 	for p := range 2 {
 		if h, col, err := partitionState(p); err != nil || h != "healthy" || col != consoleGreen {
 			t.Fatalf("partition %d before the stop: %q %q (%v), want healthy and green %s", p, h, col, err, consoleGreen)
@@ -237,18 +250,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	c.Stop(2)
 	c.Stop(3)
-	WaitFor(t, 60*time.Second, func() error {
-		for p := range 2 {
-			h, col, err := partitionState(p)
-			if err != nil {
-				return err
-			}
-			if h != "offline" || col != consoleRed {
-				return fmt.Errorf("partition %d: %q %q, want offline and red %s", p, h, col, consoleRed)
-			}
-		}
-		return nil
-	})
+	WaitFor(t, 60*time.Second, func() error { return partitionsAre("offline", consoleRed) })
 	// The partition's ISR history tells how it came to be offline.
 	WaitFor(t, 30*time.Second, func() error {
 		text, err := evalIn[string](bctx, `(function(){var h=document.getElementById('history-0');return h?h.textContent:''})()`)
@@ -271,18 +273,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	navigate(t, bctx, base+"/topics/"+topic)
 	c.Restart(2)
 	c.Restart(3)
-	WaitFor(t, 90*time.Second, func() error {
-		for p := range 2 {
-			h, col, err := partitionState(p)
-			if err != nil {
-				return err
-			}
-			if h != "healthy" || col != consoleGreen {
-				return fmt.Errorf("partition %d: %q %q, want healthy and green again", p, h, col)
-			}
-		}
-		return nil
-	})
+	WaitFor(t, 90*time.Second, func() error { return partitionsAre("healthy", consoleGreen) })
 
 	// A phone: no page is wider than a 375-pixel screen (wide tables
 	// scroll inside their box).
