@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +75,59 @@ func newISRFixture(t *testing.T) *isrFixture {
 	return &isrFixture{b: b, u: newISRUpdater(b), lp: lp}
 }
 
+// history returns t-0's ISR history in etcd.
+func (f *isrFixture) history(t *testing.T) []meta.ISRChange {
+	t.Helper()
+	h, err := f.b.client.ISRHistory(context.Background(), f.lp.topicID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h[0]
+}
+
+// An expansion the leader stores is recorded in the ISR history with the
+// joiner and why it joined; a store that fails records nothing.
+func TestISRExpansionRecordedInHistory(t *testing.T) {
+	f := newISRFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Broker 2 not registered: the expansion is refused, no entry.
+	if _, err := f.u.store(ctx, f.lp); err == nil {
+		t.Fatal("an expansion to an unregistered broker was stored")
+	}
+	if h := f.history(t); len(h) != 0 {
+		t.Fatalf("a refused change left history: %+v", h)
+	}
+	s2, err := f.b.client.RegisterBroker(ctx, meta.Broker{ID: 2, Host: "127.0.0.1", Port: 9093}, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close(context.Background()) })
+	if err := f.b.cache.WaitRevision(ctx, f.b.client.LastRevision()); err != nil {
+		t.Fatal(err)
+	}
+	// The refused attempt ends as the updater ends it; the follower's
+	// next fetch proposes the expansion again if it was dropped.
+	f.lp.ISRProposalFailed(0, false)
+	if _, ok := f.lp.ProposedISR(); !ok {
+		if _, err := f.lp.FollowerFetch(2, -1, 1, time.Now(), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.u.store(ctx, f.lp); err != nil {
+		t.Fatalf("storing the expansion: %v", err)
+	}
+	h := f.history(t)
+	if len(h) != 1 {
+		t.Fatalf("ISR history: %+v, want the expansion", h)
+	}
+	c := h[0]
+	if c.By != "leader 1" || c.PartitionEpoch != 1 || !slices.Equal(c.PreviousISR, []int32{1}) || !slices.Equal(c.ISR, []int32{1, 2}) ||
+		c.Leader != 1 || c.PreviousLeader != 1 || c.Reason != "replica 2 added: caught up to the high watermark (its log end 1)" {
+		t.Errorf("ISR history entry: %+v", c)
+	}
+}
+
 // stored returns t-0's partition state in etcd.
 func (f *isrFixture) stored(t *testing.T) meta.PartitionState {
 	t.Helper()
@@ -100,6 +154,11 @@ func TestUnknownISRChangeSettledWhenItCannotBeWritten(t *testing.T) {
 	st := f.stored(t)
 	if st.PartitionEpoch != 1 || !slices.Equal(st.ISR, []int32{1}) {
 		t.Fatalf("stored after settling: ISR %v, partition epoch %d; want [1], 1", st.ISR, st.PartitionEpoch)
+	}
+	// The ISR history records the settling, by the leader.
+	if h := f.history(t); len(h) != 1 || h[0].By != "leader 1" || h[0].PartitionEpoch != 1 ||
+		!strings.Contains(h[0].Reason, "unknown outcome") || !slices.Equal(h[0].ISR, []int32{1}) {
+		t.Errorf("ISR history after settling: %+v", h)
 	}
 	// The partition manager applies the new state: the change ends.
 	if err := f.lp.BecomeLeader(0, st.PartitionEpoch, st.ISR, replica.LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: time.Minute}); err != nil {
