@@ -85,8 +85,8 @@ func (f *isrFixture) history(t *testing.T) []meta.ISRChange {
 	return h[0]
 }
 
-// An expansion the leader stores is recorded in the ISR history with the
-// joiner and why it joined; a store that fails records nothing.
+// An expansion and a shrink the leader stores are recorded in the ISR
+// history with the member and why; a store that fails records nothing.
 func TestISRExpansionRecordedInHistory(t *testing.T) {
 	f := newISRFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -125,6 +125,31 @@ func TestISRExpansionRecordedInHistory(t *testing.T) {
 	if c.By != "leader 1" || c.PartitionEpoch != 1 || !slices.Equal(c.PreviousISR, []int32{1}) || !slices.Equal(c.ISR, []int32{1, 2}) ||
 		c.Leader != 1 || c.PreviousLeader != 1 || c.Reason != "replica 2 added: caught up to the high watermark (its log end 1)" {
 		t.Errorf("ISR history entry: %+v", c)
+	}
+
+	// The stored expansion applied, follower 2 then stops fetching past
+	// replica.lag.time.max.ms: the shrink is recorded with why.
+	st := f.stored(t)
+	if err := f.lp.BecomeLeader(0, st.PartitionEpoch, st.ISR, replica.LeaderConfig{Replicas: []int32{1, 2}, MinInsyncReplicas: 1, ReplicaLagTimeMax: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.b.cache.WaitRevision(ctx, f.b.client.LastRevision()); err != nil {
+		t.Fatal(err)
+	}
+	if !f.lp.MaybeShrinkISR(time.Now().Add(2 * time.Minute)) {
+		t.Fatal("no shrink proposed for a follower silent past replica.lag.time.max.ms")
+	}
+	if _, err := f.u.store(ctx, f.lp); err != nil {
+		t.Fatalf("storing the shrink: %v", err)
+	}
+	h = f.history(t)
+	if len(h) != 2 {
+		t.Fatalf("ISR history: %+v, want the expansion and the shrink", h)
+	}
+	c = h[1]
+	if c.By != "leader 1" || c.PartitionEpoch != 2 || !slices.Equal(c.PreviousISR, []int32{1, 2}) || !slices.Equal(c.ISR, []int32{1}) ||
+		!strings.HasPrefix(c.Reason, "replica 2 removed: ") || !strings.Contains(c.Reason, "replica.lag.time.max.ms") {
+		t.Errorf("ISR history entry of the shrink: %+v", c)
 	}
 }
 
