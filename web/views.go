@@ -101,13 +101,21 @@ type partitionRow struct {
 func newTopicData(t topicRow, explain map[int32]broker.PartitionExplain, errs map[int32]string,
 	history map[int32][]broker.ISRChange, historyErr error, replicas map[int32][]broker.ReplicaState) topicData {
 	d := topicData{Topic: t}
+	// The replicas' audits by broker and partition, indexed once.
+	audits := map[int32]map[int32]*broker.Truncations{}
+	for id, rs := range replicas {
+		audits[id] = map[int32]*broker.Truncations{}
+		for i := range rs {
+			if rs[i].Topic == t.Name {
+				audits[id][rs[i].Partition] = &rs[i].Truncations
+			}
+		}
+	}
 	for _, p := range t.Partitions {
 		row := partitionRow{PartitionView: p, History: history[p.Partition], Truncations: map[int32]*broker.Truncations{}}
-		for id, rs := range replicas {
-			for _, r := range rs {
-				if r.Topic == t.Name && r.Partition == p.Partition {
-					row.Truncations[id] = &r.Truncations
-				}
+		for id, byPartition := range audits {
+			if a, ok := byPartition[p.Partition]; ok {
+				row.Truncations[id] = a
 			}
 		}
 		if e, ok := explain[p.Partition]; ok {
@@ -223,7 +231,6 @@ const historyTTL = 5 * time.Second
 type cachedHistory struct {
 	at      time.Time
 	history map[int32][]broker.ISRChange
-	err     error
 }
 
 // isrHistory returns the ISR history of the topic with id id, read from
@@ -233,7 +240,7 @@ func (c *Console) isrHistory(ctx context.Context, b *broker.Broker, id [16]byte)
 	h, ok := c.histories[id]
 	c.mu.Unlock()
 	if ok && time.Since(h.at) < historyTTL {
-		return h.history, h.err
+		return h.history, nil
 	}
 	history, err := b.ISRHistory(ctx, id)
 	c.mu.Lock()
@@ -243,7 +250,11 @@ func (c *Console) isrHistory(ctx context.Context, b *broker.Broker, id [16]byte)
 			delete(c.histories, k) // topics nobody looks at any more
 		}
 	}
-	c.histories[id] = cachedHistory{at: time.Now(), history: history, err: err}
+	if err == nil {
+		// Errors are not kept: one viewer's cancelled request must not
+		// be every viewer's answer.
+		c.histories[id] = cachedHistory{at: time.Now(), history: history}
+	}
 	return history, err
 }
 
