@@ -46,7 +46,11 @@ func TestBulkFrameBufferIsCharged(t *testing.T) {
 		if len(frame) != size {
 			t.Errorf("size %d: read %d bytes", size, len(frame))
 		}
-		if pooled != nil && cap(pooled) != cap(frame) {
+		if pooled == nil || !isClassSize(cap(pooled)) {
+			// Every step, the last of the frame's own size included,
+			// is a class's: none is allocated afresh and dropped.
+			t.Errorf("size %d: the frame's buffer (%d bytes) is not the pool's", size, cap(pooled))
+		} else if cap(pooled) != cap(frame) {
 			t.Errorf("size %d: frame cap %d in a %d-byte buffer", size, cap(frame), cap(pooled))
 		}
 		if held := int64(max(cap(frame), cap(pooled))); held != charged {

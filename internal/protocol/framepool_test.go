@@ -15,13 +15,13 @@ func TestFrameClass(t *testing.T) {
 	for _, tc := range []struct{ n, class, size int }{
 		{1, 0, 1},
 		{64 << 10, 0, 64 << 10},
-		{64<<10 + 1, 1, 64<<10 + 1}, // 128 KiB would waste half: exact
-		{128 << 10, 1, 128 << 10},
-		{1_000_012, 4, 1 << 20}, // a producer's default batch.max.bytes request
-		{1 << 20, 4, 1 << 20},
-		{1<<20 + 1, 5, 1<<20 + 1},
-		{2<<20 - 100<<10, 5, 2 << 20}, // wastes under a sixteenth
-		{16 << 20, 8, 16 << 20},
+		{64<<10 + 1, 1, 68 << 10}, // a sixteenth more
+		{128 << 10, 16, 128 << 10},
+		{1_000_012, 63, 1_015_808}, // a producer's default batch.max.bytes request: 512 KiB + 15 × 32 KiB
+		{1 << 20, 64, 1 << 20},
+		{1<<20 + 1, 65, 1<<20 + 64<<10},
+		{6_000_000, 103, 6_029_312}, // six partitions' batches of 1 MB: 4 MiB + 7 × 256 KiB
+		{16 << 20, 128, 16 << 20},
 		{16<<20 + 1, -1, 16<<20 + 1},
 	} {
 		if c := frameClass(tc.n); c != tc.class {
@@ -36,6 +36,23 @@ func TestFrameClass(t *testing.T) {
 			t.Errorf("getFrameBuffer(%d): len %d cap %d", size, len(b), cap(b))
 		}
 		putFrameBuffer(b)
+	}
+	// Every size from the smallest class to the largest has a class that
+	// holds it, wastes at most a sixteenth, and is the smallest that does.
+	prev := 0
+	for n := frameClassMin; n <= frameClassMax; n += 1 + n/997 {
+		c := frameClass(n)
+		size := frameClassSize(c)
+		if size < n || size-n > n/16 || frameClass(size) != c || c > 0 && frameClassSize(c-1) >= n {
+			t.Fatalf("frame of %d bytes: class %d of %d bytes (the one below: %d)", n, c, size, frameClassSize(max(c-1, 0)))
+		}
+		if size < prev {
+			t.Fatalf("class sizes not increasing at %d bytes", n)
+		}
+		prev = size
+	}
+	if c := frameClass(frameClassMax); c != frameClasses-1 {
+		t.Fatalf("the largest class is %d of %d", c, frameClasses)
 	}
 	// Buffers of other sizes are not pooled: a later get never returns
 	// one of another size.
