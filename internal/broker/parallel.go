@@ -30,23 +30,30 @@ func inParallel(n, limit int, fn func(i int)) {
 		panicked any
 	)
 	slots := make(chan struct{}, limit)
+	call := func(i int) {
+		defer func() {
+			if r := recover(); r != nil {
+				mu.Lock()
+				if panicked == nil {
+					panicked = r
+				}
+				mu.Unlock()
+			}
+			<-slots
+			wg.Done()
+		}()
+		fn(i)
+	}
 	for i := range n {
 		slots <- struct{}{}
 		wg.Add(1)
-		go func() {
-			defer func() {
-				if r := recover(); r != nil {
-					mu.Lock()
-					if panicked == nil {
-						panicked = r
-					}
-					mu.Unlock()
-				}
-				<-slots
-				wg.Done()
-			}()
-			fn(i)
-		}()
+		if i == n-1 {
+			// The last on the caller's goroutine, which would only wait:
+			// one goroutine fewer to start and wake.
+			call(i)
+			break
+		}
+		go call(i)
 	}
 	wg.Wait()
 	if panicked != nil {

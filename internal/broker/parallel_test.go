@@ -40,4 +40,21 @@ func TestInParallel(t *testing.T) {
 	if recovered != "call 3" || done.Load() != n {
 		t.Fatalf("recovered %v after %d calls; want the panic of call 3 after all %d", recovered, done.Load(), n)
 	}
+
+	// The last call runs on the caller's goroutine: its panic too is
+	// raised once the others have returned.
+	done.Store(0)
+	recovered = nil
+	func() {
+		defer func() { recovered = recover() }()
+		inParallel(n, limit, func(i int) {
+			if i == n-1 {
+				panic("the last call")
+			}
+			done.Add(1)
+		})
+	}()
+	if recovered != "the last call" || done.Load() != n-1 {
+		t.Fatalf("recovered %v after %d calls; want the last call's panic after the other %d", recovered, done.Load(), n-1)
+	}
 }
