@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
@@ -564,6 +565,84 @@ func TestSecurityInterBroker(t *testing.T) {
 		}
 		acancel()
 	}
+}
+
+// Followers whose inter-broker listener limits SASL sessions
+// (connections.max.reauth.ms) dial again before their session runs out:
+// across several lifetimes no replica fetch fails (a fetch after the
+// lifetime would have its connection closed, a warning and a backoff),
+// and acks=all produces keep being committed.
+func TestSecurityInterBrokerReauthentication(t *testing.T) {
+	const lifetime = 1500 * time.Millisecond
+	var failures atomic.Int64
+	c := startInProcessCluster(t, 2, func(cfg *broker.Config) {
+		cfg.Listeners = []string{"SASL_PLAINTEXT://127.0.0.1:0"}
+		for k, v := range map[string]string{
+			"inter.broker.listener.name":           "SASL_PLAINTEXT",
+			"sasl.enabled.mechanisms":              "PLAIN",
+			"sasl.mechanism.inter.broker.protocol": "PLAIN",
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+				`username="broker" password="broker-secret" user_broker="broker-secret" user_app="app-secret";`,
+			"listener.name.sasl_plaintext.connections.max.reauth.ms": strconv.Itoa(int(lifetime.Milliseconds())),
+		} {
+			if err := cfg.Set(k, v); err != nil {
+				panic(err)
+			}
+		}
+		cfg.Logger = slog.New(messageCounter{next: cfg.Logger.Handler(), message: "replica fetches from the leader fail", n: &failures})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.bootstrap()...), kgo.SASL(plain.Auth{User: "app", Pass: "app-secret"}.AsMechanism()),
+		kgo.DefaultProduceTopic("reauth-rf2"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 2, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "reauth-rf2"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for start := time.Now(); time.Since(start) < 4*lifetime; n++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", n)}).FirstErr(); err != nil {
+			t.Fatalf("acks=all produce %d after %v: %v", n, time.Since(start), err)
+		}
+	}
+	if f := failures.Load(); f != 0 {
+		t.Fatalf("%d replica fetch failures reported over four session lifetimes: the followers' sessions ran out", f)
+	}
+	t.Logf("%d acks=all records over four session lifetimes", n)
+}
+
+// messageCounter counts the log records of level Warn and above with
+// message and passes every record on to next.
+type messageCounter struct {
+	next    slog.Handler
+	message string
+	n       *atomic.Int64
+}
+
+func (h messageCounter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || h.next.Enabled(ctx, l)
+}
+
+func (h messageCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn && r.Message == h.message {
+		h.n.Add(1)
+	}
+	if h.next.Enabled(ctx, r.Level) {
+		return h.next.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (h messageCounter) WithAttrs(as []slog.Attr) slog.Handler {
+	return messageCounter{h.next.WithAttrs(as), h.message, h.n}
+}
+
+func (h messageCounter) WithGroup(name string) slog.Handler {
+	return messageCounter{h.next.WithGroup(name), h.message, h.n}
 }
 
 // KIP-368 re-authentication: with connections.max.reauth.ms the broker

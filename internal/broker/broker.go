@@ -58,9 +58,9 @@ type Broker struct {
 	listeners []net.Listener
 	lc        listenerConfig
 	secured   map[string]protocol.Listener
-	// interBrokerOpts are the client options of connections to other
-	// brokers (TLS, SASL of the inter-broker listener).
-	interBrokerOpts []kgo.Opt
+	// interBroker is how this broker connects to other brokers (TLS,
+	// SASL of the inter-broker listener).
+	interBroker interBrokerSecurity
 	// scramFakeKey is the cluster's secret for unknown users' fake SCRAM
 	// salts (coord.ScramFakeKey).
 	scramFakeKey []byte
@@ -357,7 +357,7 @@ func (b *Broker) start(ctx context.Context) error {
 	if err := b.addInitialScram(ctx); err != nil {
 		return err
 	}
-	if b.interBrokerOpts, err = b.cfg.interBrokerOpts(b.lc); err != nil {
+	if b.interBroker, err = b.cfg.interBrokerSecurity(b.lc); err != nil {
 		return err
 	}
 	b.secured = map[string]protocol.Listener{}

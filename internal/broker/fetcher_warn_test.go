@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	klog "github.com/samsa-io/samsa/internal/log"
@@ -85,7 +84,7 @@ func TestFollowerFetchFailuresAreReported(t *testing.T) {
 	h := &levelCounter{want: fetches, reached: make(chan struct{})}
 	b := &Broker{cfg: DefaultConfig(), logger: slog.New(h)}
 	b.cfg.NodeID = 1
-	b.interBrokerOpts = []kgo.Opt{kgo.SASL(plain.Auth{User: "broker", Pass: "wrong"}.AsMechanism())}
+	b.interBroker = interBrokerSecurity{sasl: plain.Auth{User: "broker", Pass: "wrong"}.AsMechanism()}
 	f := newFetcher(b, 2, ln.Addr().String())
 	began := time.Now()
 	f.add(topicPartition{"t", 0}, lp)

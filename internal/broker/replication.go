@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/samsa-io/samsa/internal/coord"
@@ -83,7 +82,10 @@ type fetcher struct {
 	b      *Broker
 	leader int32
 	addr   string
-	cl     *kgo.Client
+	dialer replicaDialer
+	// conn is the connection to the leader, nil until dialled and after
+	// a failure; only run uses it.
+	conn *replicaConn
 
 	mu sync.Mutex
 	// parts are the partitions fetched from this leader; guarded by mu.
@@ -99,18 +101,16 @@ func newFetcher(b *Broker, leader int32, addr string) *fetcher {
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &fetcher{b: b, leader: leader, addr: addr, parts: map[topicPartition]*localPartition{},
 		wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
-	cl, err := kgo.NewClient(b.interBrokerClient(kgo.SeedBrokers(addr), kgo.ClientID("samsa-replica-"+strconv.Itoa(int(b.cfg.NodeID))),
-		kgo.RetryTimeout(0), kgo.DialTimeout(5*time.Second))...)
-	if err != nil {
-		// Only invalid options fail here.
-		b.logger.Error("cannot create replica fetcher client", "leader", leader, "err", err)
-		close(f.done)
-		return f
-	}
-	f.cl = cl
+	f.dialer = replicaDialer{sec: b.interBroker, clientID: "samsa-replica-" + strconv.Itoa(int(b.cfg.NodeID)),
+		timeout: 5 * time.Second, maxResponse: replicaMaxResponse}
 	go f.run(ctx)
 	return f
 }
+
+// replicaMaxResponse bounds the size of a fetch response a follower reads
+// (the request asks for at most 64 MiB of records; KIP-74 lets a first
+// batch exceed that), as franz-go's default BrokerMaxReadBytes does.
+const replicaMaxResponse = 100 << 20
 
 func (f *fetcher) add(tp topicPartition, lp *localPartition) {
 	f.mu.Lock()
@@ -131,9 +131,6 @@ func (f *fetcher) remove(tp topicPartition) {
 func (f *fetcher) stop() {
 	f.cancel()
 	<-f.done
-	if f.cl != nil {
-		f.cl.Close()
-	}
 }
 
 // fetchBackoff is the pause after a failed fetch.
@@ -191,6 +188,11 @@ func (w *warnLimiter) clear(subject string) bool {
 
 func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
+	defer func() {
+		if f.conn != nil {
+			f.conn.close()
+		}
+	}()
 	log := f.b.logger.With("leader", f.leader)
 	var warns warnLimiter
 	const requestFailed = "request"
@@ -202,6 +204,12 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		f.mu.Unlock()
 		if len(parts) == 0 {
+			if f.conn != nil {
+				// Idle: the leader would close the connection after
+				// connections.max.idle.ms, failing the next fetch.
+				f.conn.close()
+				f.conn = nil
+			}
 			select {
 			case <-ctx.Done():
 			case <-f.wake:
@@ -209,9 +217,7 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		req, sent := f.request(parts)
-		rctx, cancel := context.WithTimeout(ctx, f.b.cfg.ReplicaFetchWaitMax+10*time.Second)
-		kresp, err := f.cl.SeedBrokers()[0].Request(rctx, req)
-		cancel()
+		resp, err := f.fetch(ctx, req)
 		if err != nil {
 			if ctx.Err() == nil {
 				if ok, suppressed := warns.allow(requestFailed, time.Now()); ok {
@@ -227,7 +233,6 @@ func (f *fetcher) run(ctx context.Context) {
 		if warns.clear(requestFailed) {
 			log.Info("replica fetches from the leader work again")
 		}
-		resp := kresp.(*kmsg.FetchResponse)
 		backoff := resp.ErrorCode != 0
 		var answers []fetchAnswer
 		for ti := range resp.Topics {
@@ -266,6 +271,32 @@ func (f *fetcher) run(ctx context.Context) {
 			f.pause(ctx, fetchBackoff)
 		}
 	}
+}
+
+// fetch sends req to the leader, dialling first if there is no connection
+// or its SASL session is about to end. A connection that failed is
+// dropped, and dialled again at the next fetch.
+func (f *fetcher) fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	if f.conn != nil && f.conn.expired(time.Now()) {
+		f.conn.close()
+		f.conn = nil
+	}
+	if f.conn == nil {
+		c, err := f.dialer.dial(ctx, f.addr)
+		if err != nil {
+			return nil, err
+		}
+		f.conn = c
+	}
+	rctx, cancel := context.WithTimeout(ctx, f.b.cfg.ReplicaFetchWaitMax+10*time.Second)
+	defer cancel()
+	resp, err := f.conn.request(rctx, req)
+	if err != nil {
+		f.conn.close()
+		f.conn = nil
+		return nil, err
+	}
+	return resp.(*kmsg.FetchResponse), nil
 }
 
 func (f *fetcher) pause(ctx context.Context, d time.Duration) {
@@ -331,17 +362,18 @@ type fetchAnswer struct {
 }
 
 // handleAll applies a fetch response's answers and returns their errors,
-// in order. Answers that carry records are applied concurrently: each
-// appends and, for topics that acknowledge only fsync'd data, syncs its
-// own log, so the fsyncs of the partitions of one response overlap (a
-// group commit across partitions) instead of adding up before the next
-// fetch, whose positions are what moves the leader's high watermark.
+// in order. Answers that carry records for topics that acknowledge only
+// fsync'd data are applied concurrently: each appends and syncs its own
+// log, so the fsyncs of the partitions of one response overlap (a group
+// commit across partitions) instead of adding up before the next fetch,
+// whose positions are what moves the leader's high watermark. The others
+// only write to the page cache, which a goroutine each would not speed up.
 func (f *fetcher) handleAll(answers []fetchAnswer) []error {
 	errs := make([]error, len(answers))
 	var withRecords []int
 	for i := range answers {
 		a := &answers[i]
-		if len(a.rp.RecordBatches) == 0 {
+		if len(a.rp.RecordBatches) == 0 || !a.lp.Log().SyncOnAppend() {
 			// The replica's follower operations check that it still
 			// follows in the epoch the request went out with.
 			errs[i] = f.handle(a.lp, a.epoch, a.rp)

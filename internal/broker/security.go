@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"slices"
@@ -368,40 +369,58 @@ func metaScram(c auth.ScramCredential) meta.ScramCredential {
 	return meta.ScramCredential{Mechanism: c.Mechanism, Salt: c.Salt, Iterations: c.Iterations, StoredKey: c.StoredKey, ServerKey: c.ServerKey}
 }
 
-// interBrokerOpts are the client options of this broker's connections to
-// other brokers' inter-broker listener: TLS and SASL as that listener
-// needs, with this broker's own credentials from its JAAS config.
-func (c *Config) interBrokerOpts(lc listenerConfig) ([]kgo.Opt, error) {
+// interBrokerSecurity is how this broker connects to other brokers'
+// inter-broker listener: TLS if that listener needs it (nil: none), and
+// SASL with this broker's own credentials from its JAAS config (nil:
+// none).
+type interBrokerSecurity struct {
+	tls  *tls.Config
+	sasl sasl.Mechanism
+}
+
+// interBrokerSecurity returns the inter-broker listener's security, as a
+// client of it.
+func (c *Config) interBrokerSecurity(lc listenerConfig) (interBrokerSecurity, error) {
 	proto := lc.protocols[lc.interBroker]
-	var opts []kgo.Opt
+	var sec interBrokerSecurity
 	if isTLS(proto) {
 		cfg, err := auth.ClientConfig(c.tlsSettings(lc.interBroker), "")
 		if err != nil {
-			return nil, fmt.Errorf("%w: inter-broker TLS: %v", ErrConfig, err)
+			return sec, fmt.Errorf("%w: inter-broker TLS: %v", ErrConfig, err)
 		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
+		sec.tls = cfg
 	}
 	if isSASL(proto) {
 		mech := c.interBrokerMechanism(lc)
 		j, _ := c.jaas(lc.interBroker, mech)
-		var m sasl.Mechanism
 		switch mech {
 		case auth.MechanismPlain:
-			m = plain.Auth{User: j.Username(), Pass: j.Password()}.AsMechanism()
+			sec.sasl = plain.Auth{User: j.Username(), Pass: j.Password()}.AsMechanism()
 		case auth.MechanismScramSHA256:
-			m = scram.Auth{User: j.Username(), Pass: j.Password()}.AsSha256Mechanism()
+			sec.sasl = scram.Auth{User: j.Username(), Pass: j.Password()}.AsSha256Mechanism()
 		case auth.MechanismScramSHA512:
-			m = scram.Auth{User: j.Username(), Pass: j.Password()}.AsSha512Mechanism()
+			sec.sasl = scram.Auth{User: j.Username(), Pass: j.Password()}.AsSha512Mechanism()
 		}
-		opts = append(opts, kgo.SASL(m))
 	}
-	return opts, nil
+	return sec, nil
+}
+
+// kgoOpts are the client options of this security.
+func (s interBrokerSecurity) kgoOpts() []kgo.Opt {
+	var opts []kgo.Opt
+	if s.tls != nil {
+		opts = append(opts, kgo.DialTLSConfig(s.tls))
+	}
+	if s.sasl != nil {
+		opts = append(opts, kgo.SASL(s.sasl))
+	}
+	return opts
 }
 
 // interBrokerClient returns opts with the inter-broker listener's TLS
 // and SASL options added, for a client of another broker.
 func (b *Broker) interBrokerClient(opts ...kgo.Opt) []kgo.Opt {
-	return append(opts, b.interBrokerOpts...)
+	return append(opts, b.interBroker.kgoOpts()...)
 }
 
 // InitialScram is a SCRAM credential that samsa server --add-scram puts

@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// replicaConnAgainst returns a replicaConn whose peer answers each request
+// with answer(correlation id), read by the test's own goroutine.
+func replicaConnAgainst(t *testing.T, answer func(corr int32) []byte) *replicaConn {
+	t.Helper()
+	srv, cli := net.Pipe()
+	t.Cleanup(func() { srv.Close(); cli.Close() })
+	go func() {
+		for {
+			var size [4]byte
+			if _, err := io.ReadFull(srv, size[:]); err != nil {
+				return
+			}
+			req := make([]byte, binary.BigEndian.Uint32(size[:]))
+			if _, err := io.ReadFull(srv, req); err != nil {
+				return
+			}
+			out := answer(int32(binary.BigEndian.Uint32(req[4:8])))
+			if out == nil {
+				continue // no answer: the client waits
+			}
+			if _, err := srv.Write(out); err != nil {
+				return
+			}
+		}
+	}()
+	d := replicaDialer{clientID: "t", maxResponse: 1 << 20}
+	c := &replicaConn{nc: cli, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(d.clientID)), maxResponse: d.maxResponse}
+	c.br = newReplicaReader(cli)
+	return c
+}
+
+// frame returns a response frame of body after a correlation id and an
+// empty tagged-fields section (a flexible response header).
+func frame(corr int32, header, body []byte) []byte {
+	out := binary.BigEndian.AppendUint32(nil, uint32(4+len(header)+len(body)))
+	out = binary.BigEndian.AppendUint32(out, uint32(corr))
+	out = append(out, header...)
+	return append(out, body...)
+}
+
+// A replica fetch response is checked before it is used: a size prefix
+// over the bound fails before anything of that size is allocated, a
+// response to another request and a malformed header fail, and a
+// well-formed answer is decoded.
+func TestReplicaConnChecksResponses(t *testing.T) {
+	fetch := func() *kmsg.FetchRequest {
+		r := kmsg.NewPtrFetchRequest()
+		r.Version = 12
+		return r
+	}
+	good := kmsg.NewPtrFetchResponse()
+	good.Version = 12
+	good.SessionID = 77
+	goodBody := good.AppendTo(nil)
+
+	for _, tc := range []struct {
+		name   string
+		answer func(corr int32) []byte
+		want   string
+	}{
+		{"huge size", func(int32) []byte { return binary.BigEndian.AppendUint32(nil, 1<<30) }, "at most"},
+		{"negative size", func(int32) []byte { return binary.BigEndian.AppendUint32(nil, 0xffffff00) }, "at most"},
+		{"other correlation id", func(corr int32) []byte { return frame(corr+1, []byte{0}, goodBody) }, "correlation id"},
+		{"tagged field past the end", func(corr int32) []byte { return frame(corr, []byte{1, 5, 100}, nil) }, "malformed header"},
+		{"truncated body", func(corr int32) []byte { return frame(corr, []byte{0}, goodBody[:3]) }, "malformed response"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := replicaConnAgainst(t, tc.answer)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := c.request(ctx, fetch())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one about %q", err, tc.want)
+			}
+		})
+	}
+
+	c := replicaConnAgainst(t, func(corr int32) []byte { return frame(corr, []byte{0}, goodBody) })
+	for range 3 {
+		resp, err := c.request(context.Background(), fetch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.(*kmsg.FetchResponse).SessionID; got != 77 {
+			t.Fatalf("decoded session id %d, want 77", got)
+		}
+	}
+}
+
+// A fetch whose leader does not answer returns once its context is
+// cancelled (a fetcher being stopped), with the context's error.
+func TestReplicaConnRequestCancelled(t *testing.T) {
+	c := replicaConnAgainst(t, func(int32) []byte { return nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		r := kmsg.NewPtrFetchRequest()
+		r.Version = 12
+		_, err := c.request(ctx, r)
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled fetch did not return")
+	}
+}
+
+// A follower dials again a tenth of its SASL session's life before the
+// end, at least a second before it (half the life if that is shorter),
+// never for a session without an end, and without overflowing for a
+// very long one.
+func TestReauthTime(t *testing.T) {
+	start := time.Unix(1000, 0)
+	for _, tc := range []struct{ life, want time.Duration }{
+		{0, -1},
+		{-time.Second, -1},
+		{1500 * time.Millisecond, 750 * time.Millisecond},
+		{3 * time.Second, 2 * time.Second},
+		{time.Minute, 54 * time.Second},
+		{1 << 62, 365 * 24 * time.Hour * 9 / 10},
+	} {
+		got := reauthTime(start, tc.life)
+		if tc.want < 0 {
+			if !got.IsZero() {
+				t.Errorf("life %v: dial again at %v, want never", tc.life, got)
+			}
+			continue
+		}
+		if d := got.Sub(start); d != tc.want {
+			t.Errorf("life %v: dial again after %v, want %v", tc.life, d, tc.want)
+		}
+	}
+}
