@@ -30,9 +30,6 @@ type replicaConn struct {
 	buf []byte
 	// corr is the correlation id of the last request.
 	corr int32
-	// maxResponse bounds a response's size prefix, checked before its
-	// buffer is allocated.
-	maxResponse int32
 	// reauthAt is when to dial again before the SASL session ends
 	// (connections.max.reauth.ms, KIP-368); zero: never.
 	reauthAt time.Time
@@ -41,10 +38,9 @@ type replicaConn struct {
 // replicaDialer makes replicaConns to other brokers' inter-broker
 // listener, with its TLS and SASL.
 type replicaDialer struct {
-	sec         interBrokerSecurity
-	clientID    string
-	timeout     time.Duration
-	maxResponse int32
+	sec      interBrokerSecurity
+	clientID string
+	timeout  time.Duration
 }
 
 // dial connects to addr and authenticates, within the dialer's timeout.
@@ -71,7 +67,7 @@ func (d replicaDialer) dial(ctx context.Context, addr string) (*replicaConn, err
 		nc = tc
 	}
 	c := &replicaConn{nc: nc, br: newReplicaReader(nc),
-		f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(d.clientID)), maxResponse: d.maxResponse}
+		f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(d.clientID))}
 	if d.sec.sasl != nil {
 		if err := c.authenticate(ctx, d.sec.sasl, addr); err != nil {
 			nc.Close()
@@ -91,7 +87,7 @@ func (c *replicaConn) authenticate(ctx context.Context, m sasl.Mechanism, addr s
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version = 1
 	hs.Mechanism = m.Name()
-	r, err := c.request(ctx, hs)
+	r, err := c.request(ctx, hs, saslMaxResponse)
 	if err != nil {
 		return err
 	}
@@ -109,7 +105,7 @@ func (c *replicaConn) authenticate(ctx context.Context, m sasl.Mechanism, addr s
 		req := kmsg.NewPtrSASLAuthenticateRequest()
 		req.Version = 1
 		req.SASLAuthBytes = out
-		r, err := c.request(ctx, req)
+		r, err := c.request(ctx, req, saslMaxResponse)
 		if err != nil {
 			return err
 		}
@@ -153,10 +149,14 @@ func (c *replicaConn) expired(now time.Time) bool {
 	return !c.reauthAt.IsZero() && !now.Before(c.reauthAt)
 }
 
+// saslMaxResponse bounds the size of a SASL response.
+const saslMaxResponse = 1 << 20
+
 // request writes req and reads its response, within ctx's deadline; ctx
-// being cancelled interrupts both. On an error the connection is
-// unusable: the caller closes it.
-func (c *replicaConn) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+// being cancelled interrupts both. The response's size prefix is checked
+// against maxResponse before its buffer is allocated. On an error the
+// connection is unusable: the caller closes it.
+func (c *replicaConn) request(ctx context.Context, req kmsg.Request, maxResponse int64) (kmsg.Response, error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Time{}
@@ -192,8 +192,8 @@ func (c *replicaConn) request(ctx context.Context, req kmsg.Request) (kmsg.Respo
 		return nil, c.fail(ctx, err)
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-	if size < 4 || size > c.maxResponse {
-		return nil, fmt.Errorf("response of %d bytes to %s v%d (at most %d accepted)", size, kmsg.NameForKey(req.Key()), req.GetVersion(), c.maxResponse)
+	if size < 4 || int64(size) > maxResponse {
+		return nil, fmt.Errorf("response of %d bytes to %s v%d (at most %d accepted)", size, kmsg.NameForKey(req.Key()), req.GetVersion(), maxResponse)
 	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(c.br, body); err != nil {

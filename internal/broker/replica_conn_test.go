@@ -5,12 +5,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	klog "github.com/samsa-io/samsa/internal/log"
+	"github.com/samsa-io/samsa/internal/replica"
 )
 
 // replicaConnAgainst returns a replicaConn whose peer answers each request
@@ -38,8 +43,7 @@ func replicaConnAgainst(t *testing.T, answer func(corr int32) []byte) *replicaCo
 			}
 		}
 	}()
-	d := replicaDialer{clientID: "t", maxResponse: 1 << 20}
-	c := &replicaConn{nc: cli, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(d.clientID)), maxResponse: d.maxResponse}
+	c := &replicaConn{nc: cli, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("t"))}
 	c.br = newReplicaReader(cli)
 	return c
 }
@@ -83,7 +87,7 @@ func TestReplicaConnChecksResponses(t *testing.T) {
 			c := replicaConnAgainst(t, tc.answer)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			_, err := c.request(ctx, fetch())
+			_, err := c.request(ctx, fetch(), 1<<20)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one about %q", err, tc.want)
 			}
@@ -92,7 +96,7 @@ func TestReplicaConnChecksResponses(t *testing.T) {
 
 	c := replicaConnAgainst(t, func(corr int32) []byte { return frame(corr, []byte{0}, goodBody) })
 	for range 3 {
-		resp, err := c.request(context.Background(), fetch())
+		resp, err := c.request(context.Background(), fetch(), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +115,7 @@ func TestReplicaConnRequestCancelled(t *testing.T) {
 	go func() {
 		r := kmsg.NewPtrFetchRequest()
 		r.Version = 12
-		_, err := c.request(ctx, r)
+		_, err := c.request(ctx, r, 1<<20)
 		done <- err
 	}()
 	cancel()
@@ -149,5 +153,44 @@ func TestReauthTime(t *testing.T) {
 		if d := got.Sub(start); d != tc.want {
 			t.Errorf("life %v: dial again after %v, want %v", tc.life, d, tc.want)
 		}
+	}
+}
+
+// A replica fetch accepts a response as large as its MaxBytes, slack for
+// the headers, and one batch of the largest max.message.bytes among its
+// partitions' topics (KIP-74): a topic allowing 200 MiB batches must not
+// have the response that carries one refused, which would stall every
+// partition fetched from that leader.
+func TestReplicaFetchBoundFollowsMaxMessageBytes(t *testing.T) {
+	cfg := klog.DefaultConfig()
+	cfg.FS = klog.NewMemFS(1)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	parts := map[topicPartition]*localPartition{}
+	for i, maxMessageBytes := range []int32{0, 200 << 20, 5 << 20} {
+		l, err := klog.Open("/t-"+strconv.Itoa(i), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp := &localPartition{Partition: replica.New("t"+strconv.Itoa(i), 0, 1, l, 0)}
+		if maxMessageBytes > 0 {
+			lp.settings.Store(&topicSettings{maxMessageBytes: maxMessageBytes})
+		}
+		if err := lp.BecomeFollower(1, 2); err != nil {
+			t.Fatal(err)
+		}
+		defer lp.Close(false)
+		parts[topicPartition{"t" + strconv.Itoa(i), 0}] = lp
+	}
+	f := &fetcher{b: &Broker{cfg: DefaultConfig(), logger: slog.New(slog.DiscardHandler)}}
+	req, sent, maxBatch := f.request(parts)
+	if len(sent) != 3 || req.MaxBytes != replicaFetchMaxBytes {
+		t.Fatalf("%d partitions sent, MaxBytes %d", len(sent), req.MaxBytes)
+	}
+	if maxBatch != 200<<20 {
+		t.Fatalf("largest batch %d, want the 200 MiB of max.message.bytes", maxBatch)
+	}
+	delete(parts, topicPartition{"t1", 0})
+	if _, _, maxBatch = f.request(parts); maxBatch != 5<<20 {
+		t.Fatalf("largest batch %d without the 200 MiB topic, want 5 MiB", maxBatch)
 	}
 }

@@ -102,15 +102,19 @@ func newFetcher(b *Broker, leader int32, addr string) *fetcher {
 	f := &fetcher{b: b, leader: leader, addr: addr, parts: map[topicPartition]*localPartition{},
 		wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	f.dialer = replicaDialer{sec: b.interBroker, clientID: "samsa-replica-" + strconv.Itoa(int(b.cfg.NodeID)),
-		timeout: 5 * time.Second, maxResponse: replicaMaxResponse}
+		timeout: 5 * time.Second}
 	go f.run(ctx)
 	return f
 }
 
-// replicaMaxResponse bounds the size of a fetch response a follower reads
-// (the request asks for at most 64 MiB of records; KIP-74 lets a first
-// batch exceed that), as franz-go's default BrokerMaxReadBytes does.
-const replicaMaxResponse = 100 << 20
+// replicaFetchMaxBytes is a replica fetch's MaxBytes. The leader returns
+// at most that many record bytes but for one batch of up to the topic's
+// max.message.bytes (KIP-74: the batch that takes a response past its
+// limit is the last), plus the partitions' headers: replicaResponseSlack.
+const (
+	replicaFetchMaxBytes = 64 << 20
+	replicaResponseSlack = 36 << 20
+)
 
 func (f *fetcher) add(tp topicPartition, lp *localPartition) {
 	f.mu.Lock()
@@ -216,8 +220,8 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			continue
 		}
-		req, sent := f.request(parts)
-		resp, err := f.fetch(ctx, req)
+		req, sent, maxBatch := f.request(parts)
+		resp, err := f.fetch(ctx, req, replicaFetchMaxBytes+replicaResponseSlack+maxBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				if ok, suppressed := warns.allow(requestFailed, time.Now()); ok {
@@ -276,7 +280,7 @@ func (f *fetcher) run(ctx context.Context) {
 // fetch sends req to the leader, dialling first if there is no connection
 // or its SASL session is about to end. A connection that failed is
 // dropped, and dialled again at the next fetch.
-func (f *fetcher) fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+func (f *fetcher) fetch(ctx context.Context, req *kmsg.FetchRequest, maxResponse int64) (*kmsg.FetchResponse, error) {
 	if f.conn != nil && f.conn.expired(time.Now()) {
 		f.conn.close()
 		f.conn = nil
@@ -290,7 +294,7 @@ func (f *fetcher) fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fetc
 	}
 	rctx, cancel := context.WithTimeout(ctx, f.b.cfg.ReplicaFetchWaitMax+10*time.Second)
 	defer cancel()
-	resp, err := f.conn.request(rctx, req)
+	resp, err := f.conn.request(rctx, req, maxResponse)
 	if err != nil {
 		f.conn.close()
 		f.conn = nil
@@ -310,15 +314,17 @@ func (f *fetcher) pause(ctx context.Context, d time.Duration) {
 
 // request builds one Fetch for every partition, recording the leader epoch
 // each was sent with.
-func (f *fetcher) request(parts map[topicPartition]*localPartition) (*kmsg.FetchRequest, map[topicPartition]int32) {
-	req := kmsg.NewPtrFetchRequest()
+// maxBatch is the largest max.message.bytes of their topics.
+func (f *fetcher) request(parts map[topicPartition]*localPartition) (req *kmsg.FetchRequest, sent map[topicPartition]int32, maxBatch int64) {
+	req = kmsg.NewPtrFetchRequest()
 	req.Version = 12
 	req.ReplicaID = f.b.cfg.NodeID
 	req.MaxWaitMillis = int32(f.b.cfg.ReplicaFetchWaitMax.Milliseconds())
 	req.MinBytes = 1
-	req.MaxBytes = 64 << 20
+	req.MaxBytes = replicaFetchMaxBytes
 	req.SessionEpoch = -1
-	sent := make(map[topicPartition]int32, len(parts))
+	sent = make(map[topicPartition]int32, len(parts))
+	maxBatch = defaultMaxMessageBytes
 	byTopic := map[string]int{}
 	for tp, lp := range parts {
 		pos, err := lp.FetchPosition()
@@ -348,8 +354,11 @@ func (f *fetcher) request(parts map[topicPartition]*localPartition) (*kmsg.Fetch
 		p.PartitionMaxBytes = f.b.cfg.ReplicaFetchMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 		sent[tp] = p.CurrentLeaderEpoch
+		if st := lp.settings.Load(); st != nil {
+			maxBatch = max(maxBatch, int64(st.maxMessageBytes))
+		}
 	}
-	return req, sent
+	return req, sent, maxBatch
 }
 
 // fetchAnswer is one partition's part of a fetch response, with the epoch
