@@ -124,22 +124,24 @@ func (c *replicaConn) authenticate(ctx context.Context, m sasl.Mechanism, addr s
 			out = nil
 		}
 		if done && len(out) == 0 {
-			c.reauthAt = reauthTime(start, time.Duration(resp.SessionLifetimeMillis)*time.Millisecond)
+			c.reauthAt = reauthTime(start, resp.SessionLifetimeMillis)
 			return nil
 		}
 	}
 }
 
-// reauthTime is when to dial again for a SASL session of life that began
-// at start (zero: it does not end): a tenth of its life before it ends,
-// at least a second (half its life if that is under two seconds), so
-// that a fetch sent then reaches the leader before the session's end even
-// on a loaded machine.
-func reauthTime(start time.Time, life time.Duration) time.Time {
-	if life <= 0 {
+// reauthTime is when to dial again for a SASL session of lifeMillis that
+// began at start (zero: it does not end): a tenth of its life before it
+// ends, at least a second (half its life if that is under two seconds),
+// so that a fetch sent then reaches the leader before the session's end
+// even on a loaded machine. A life over a year counts as a year (and is
+// clamped before it is converted, which could overflow).
+func reauthTime(start time.Time, lifeMillis int64) time.Time {
+	if lifeMillis <= 0 {
 		return time.Time{}
 	}
-	life = min(life, 365*24*time.Hour)
+	const year = 365 * 24 * time.Hour
+	life := time.Duration(min(lifeMillis, year.Milliseconds())) * time.Millisecond
 	margin := min(max(life/10, time.Second), life/2)
 	return start.Add(life - margin)
 }

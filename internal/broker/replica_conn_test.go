@@ -135,12 +135,16 @@ func TestReplicaConnRequestCancelled(t *testing.T) {
 // very long one.
 func TestReauthTime(t *testing.T) {
 	start := time.Unix(1000, 0)
-	for _, tc := range []struct{ life, want time.Duration }{
+	for _, tc := range []struct {
+		life int64 // ms
+		want time.Duration
+	}{
 		{0, -1},
-		{-time.Second, -1},
-		{1500 * time.Millisecond, 750 * time.Millisecond},
-		{3 * time.Second, 2 * time.Second},
-		{time.Minute, 54 * time.Second},
+		{-1000, -1},
+		{1500, 750 * time.Millisecond},
+		{3000, 2 * time.Second},
+		{60_000, 54 * time.Second},
+		{18446744073710, 365 * 24 * time.Hour * 9 / 10}, // would wrap to 448 µs as a Duration
 		{1 << 62, 365 * 24 * time.Hour * 9 / 10},
 	} {
 		got := reauthTime(start, tc.life)
@@ -157,10 +161,12 @@ func TestReauthTime(t *testing.T) {
 }
 
 // A replica fetch accepts a response as large as its MaxBytes, slack for
-// the headers, and one batch of the largest max.message.bytes among its
-// partitions' topics (KIP-74): a topic allowing 200 MiB batches must not
-// have the response that carries one refused, which would stall every
-// partition fetched from that leader.
+// the headers, and one batch (KIP-74) of the largest max.message.bytes
+// among its partitions' topics, or of socket.request.max.bytes if that is
+// larger: a topic allowing 200 MiB batches, or one whose limit was lowered
+// after larger batches were written, must not have the response that
+// carries one refused, which would stall every partition fetched from
+// that leader.
 func TestReplicaFetchBoundFollowsMaxMessageBytes(t *testing.T) {
 	cfg := klog.DefaultConfig()
 	cfg.FS = klog.NewMemFS(1)
@@ -190,7 +196,10 @@ func TestReplicaFetchBoundFollowsMaxMessageBytes(t *testing.T) {
 		t.Fatalf("largest batch %d, want the 200 MiB of max.message.bytes", maxBatch)
 	}
 	delete(parts, topicPartition{"t1", 0})
-	if _, _, maxBatch = f.request(parts); maxBatch != 5<<20 {
-		t.Fatalf("largest batch %d without the 200 MiB topic, want 5 MiB", maxBatch)
+	// Without it, socket.request.max.bytes: batches written before a
+	// topic's limit was lowered are no larger than the Produce that
+	// carried them.
+	if _, _, maxBatch = f.request(parts); maxBatch != int64(f.b.cfg.SocketRequestMaxBytes) {
+		t.Fatalf("largest batch %d without the 200 MiB topic, want socket.request.max.bytes (%d)", maxBatch, f.b.cfg.SocketRequestMaxBytes)
 	}
 }

@@ -108,9 +108,14 @@ func newFetcher(b *Broker, leader int32, addr string) *fetcher {
 }
 
 // replicaFetchMaxBytes is a replica fetch's MaxBytes. The leader returns
-// at most that many record bytes but for one batch of up to the topic's
-// max.message.bytes (KIP-74: the batch that takes a response past its
-// limit is the last), plus the partitions' headers: replicaResponseSlack.
+// at most that many record bytes but for one batch (KIP-74: the batch
+// that takes a response past its limit is the last), plus the partitions'
+// headers: replicaResponseSlack. That batch is bounded by its topic's
+// max.message.bytes when it was written, and by socket.request.max.bytes
+// (the Produce that carried it): fetcher.request takes the larger of
+// that and the topics' max.message.bytes now, so that batches written
+// under a limit lowered since still replicate (unless
+// socket.request.max.bytes was lowered below them too).
 const (
 	replicaFetchMaxBytes = 64 << 20
 	replicaResponseSlack = 36 << 20
@@ -314,7 +319,8 @@ func (f *fetcher) pause(ctx context.Context, d time.Duration) {
 
 // request builds one Fetch for every partition, recording the leader epoch
 // each was sent with.
-// maxBatch is the largest max.message.bytes of their topics.
+// maxBatch is the largest batch the response may carry (see
+// replicaFetchMaxBytes).
 func (f *fetcher) request(parts map[topicPartition]*localPartition) (req *kmsg.FetchRequest, sent map[topicPartition]int32, maxBatch int64) {
 	req = kmsg.NewPtrFetchRequest()
 	req.Version = 12
@@ -324,7 +330,7 @@ func (f *fetcher) request(parts map[topicPartition]*localPartition) (req *kmsg.F
 	req.MaxBytes = replicaFetchMaxBytes
 	req.SessionEpoch = -1
 	sent = make(map[topicPartition]int32, len(parts))
-	maxBatch = defaultMaxMessageBytes
+	maxBatch = max(int64(f.b.cfg.SocketRequestMaxBytes), defaultMaxMessageBytes)
 	byTopic := map[string]int{}
 	for tp, lp := range parts {
 		pos, err := lp.FetchPosition()
