@@ -159,10 +159,7 @@ const saslMaxResponse = 1 << 20
 // against maxResponse before its buffer is allocated. On an error the
 // connection is unusable: the caller closes it.
 func (c *replicaConn) request(ctx context.Context, req kmsg.Request, maxResponse int64) (kmsg.Response, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Time{}
-	}
+	deadline, _ := ctx.Deadline() // zero: none
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		return nil, err
 	}

@@ -197,11 +197,7 @@ func (w *warnLimiter) clear(subject string) bool {
 
 func (f *fetcher) run(ctx context.Context) {
 	defer close(f.done)
-	defer func() {
-		if f.conn != nil {
-			f.conn.close()
-		}
-	}()
+	defer f.dropConn()
 	log := f.b.logger.With("leader", f.leader)
 	var warns warnLimiter
 	const requestFailed = "request"
@@ -213,12 +209,9 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		f.mu.Unlock()
 		if len(parts) == 0 {
-			if f.conn != nil {
-				// Idle: the leader would close the connection after
-				// connections.max.idle.ms, failing the next fetch.
-				f.conn.close()
-				f.conn = nil
-			}
+			// Idle: the leader would close the connection after
+			// connections.max.idle.ms, failing the next fetch.
+			f.dropConn()
 			select {
 			case <-ctx.Done():
 			case <-f.wake:
@@ -287,8 +280,7 @@ func (f *fetcher) run(ctx context.Context) {
 // dropped, and dialled again at the next fetch.
 func (f *fetcher) fetch(ctx context.Context, req *kmsg.FetchRequest, maxResponse int64) (*kmsg.FetchResponse, error) {
 	if f.conn != nil && f.conn.expired(time.Now()) {
-		f.conn.close()
-		f.conn = nil
+		f.dropConn()
 	}
 	if f.conn == nil {
 		c, err := f.dialer.dial(ctx, f.addr)
@@ -301,11 +293,18 @@ func (f *fetcher) fetch(ctx context.Context, req *kmsg.FetchRequest, maxResponse
 	defer cancel()
 	resp, err := f.conn.request(rctx, req, maxResponse)
 	if err != nil {
-		f.conn.close()
-		f.conn = nil
+		f.dropConn()
 		return nil, err
 	}
 	return resp.(*kmsg.FetchResponse), nil
+}
+
+// dropConn closes the connection to the leader, if any.
+func (f *fetcher) dropConn() {
+	if f.conn != nil {
+		f.conn.close()
+		f.conn = nil
+	}
 }
 
 func (f *fetcher) pause(ctx context.Context, d time.Duration) {
