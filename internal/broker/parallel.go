@@ -1,6 +1,9 @@
 package broker
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // maxParallelSyncs bounds the partitions whose logs one request (a Produce,
 // a follower's fetch response, a housekeeping round) syncs at once. Each
@@ -13,23 +16,25 @@ import "sync"
 const maxParallelSyncs = 32
 
 // inParallel calls fn(i) for each i in [0, n), at most limit at once, and
-// returns once every call has. A call that panics does not take the
+// returns once every call has. min(n, limit) goroutines take the calls in
+// turn, the caller's one of them, so a request of 2,000 partitions starts
+// limit-1 goroutines, not 2,000. A call that panics does not take the
 // process down from its own goroutine: the panic is raised again in the
 // caller's once the others have returned, where the request's recovery
 // (a connection's) catches it as it would have caught a call made there.
 func inParallel(n, limit int, fn func(i int)) {
-	if n == 1 || limit <= 1 {
+	if n <= 1 || limit <= 1 {
 		for i := range n {
 			fn(i)
 		}
 		return
 	}
 	var (
+		next     atomic.Int64
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		panicked any
 	)
-	slots := make(chan struct{}, limit)
 	call := func(i int) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -39,22 +44,23 @@ func inParallel(n, limit int, fn func(i int)) {
 				}
 				mu.Unlock()
 			}
-			<-slots
-			wg.Done()
 		}()
 		fn(i)
 	}
-	for i := range n {
-		slots <- struct{}{}
-		wg.Add(1)
-		if i == n-1 {
-			// The last on the caller's goroutine, which would only wait:
-			// one goroutine fewer to start and wake.
+	work := func() {
+		for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
 			call(i)
-			break
 		}
-		go call(i)
 	}
+	workers := min(n, limit)
+	wg.Add(workers - 1)
+	for range workers - 1 {
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
 	wg.Wait()
 	if panicked != nil {
 		panic(panicked)

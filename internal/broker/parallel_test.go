@@ -10,6 +10,7 @@ import (
 // after the other calls have returned.
 func TestInParallel(t *testing.T) {
 	const n, limit = 200, 7
+	inParallel(0, limit, func(i int) { t.Fatalf("call %d of none", i) })
 	var running, peak, done atomic.Int64
 	inParallel(n, limit, func(i int) {
 		r := running.Add(1)
@@ -41,8 +42,9 @@ func TestInParallel(t *testing.T) {
 		t.Fatalf("recovered %v after %d calls; want the panic of call 3 after all %d", recovered, done.Load(), n)
 	}
 
-	// The last call runs on the caller's goroutine: its panic too is
-	// raised once the others have returned.
+	// The last call's panic too is raised once the others have
+	// returned, whichever goroutine made it (the caller makes calls
+	// too).
 	done.Store(0)
 	recovered = nil
 	func() {
