@@ -32,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -72,7 +73,10 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 		verified, reqErr = b.verifyProduce(ctx, s, az, r)
 	}
 
-	var pending []appended
+	// The partitions' checks come first, in the request's order; then
+	// their appends, on more than one core when the request is large
+	// (appendAll); then their outcomes, in order again.
+	var jobs []produceJob
 	failed := false
 	for _, t := range r.Topics {
 		writable := az.topic(kmsg.ACLOperationWrite, t.Topic)
@@ -103,26 +107,34 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 				code = v.code
 			}
 			if code == 0 {
-				info, appendTime, dup, err := b.appendProduced(lp, p.Records, r.Version, v)
-				if err != nil {
-					code = errorCode(err)
-					if code == kerr.UnknownServerError.Code {
-						b.logger.Error("produce failed", "topic", t.Topic, "partition", p.Partition, "err", err)
-					}
-				} else {
-					rp.BaseOffset, rp.LogStartOffset, rp.LogAppendTime = info.FirstOffset, info.LogStartOffset, appendTime
-					pending = append(pending, appended{lp, rp, info.LeaderEpoch, info.LastOffset + 1})
-					if !dup {
-						b.observer().RecordsIn(t.Topic, int64(len(p.Records)), info.LastOffset-info.FirstOffset+1)
-					}
-				}
-			}
-			if code != 0 {
+				jobs = append(jobs, produceJob{lp: lp, topic: t.Topic, records: p.Records, resp: rp, verification: v})
+			} else {
 				rp.ErrorCode = code
 				failed = true
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	b.appendAll(jobs, r.Version)
+	var pending []appended
+	for i := range jobs {
+		j := &jobs[i]
+		rp := j.resp
+		if j.err != nil {
+			if code := errorCode(j.err); code != 0 {
+				rp.ErrorCode = code
+				failed = true
+			}
+			if rp.ErrorCode == kerr.UnknownServerError.Code {
+				b.logger.Error("produce failed", "topic", j.topic, "partition", rp.Partition, "err", j.err)
+			}
+			continue
+		}
+		rp.BaseOffset, rp.LogStartOffset, rp.LogAppendTime = j.info.FirstOffset, j.info.LogStartOffset, j.appendTime
+		pending = append(pending, appended{j.lp, rp, j.info.LeaderEpoch, j.info.LastOffset + 1})
+		if !j.dup {
+			b.observer().RecordsIn(j.topic, int64(len(j.records)), j.info.LastOffset-j.info.FirstOffset+1)
+		}
 	}
 
 	// The produce quota counts the request's records (docs/quotas.md).
@@ -191,6 +203,64 @@ func (b *Broker) handleProduce(ctx context.Context, req *protocol.Request) proto
 		}
 		return resp
 	}}
+}
+
+// produceJob is one partition's append of a Produce request, and its
+// outcome.
+type produceJob struct {
+	lp           *localPartition
+	topic        string
+	records      []byte
+	resp         *kmsg.ProduceResponseTopicPartition
+	verification produceVerification
+
+	info       replica.Appended
+	appendTime int64
+	dup        bool
+	err        error
+}
+
+// parallelAppendBytes is the size of a Produce request's records from
+// which its partitions are appended on more than one goroutine. Below it
+// the hand-offs would cost more than they save.
+const parallelAppendBytes = 1 << 20
+
+// appendAll appends the jobs' records, by appendWorkers goroutines.
+func (b *Broker) appendAll(jobs []produceJob, version int16) {
+	inParallel(len(jobs), appendWorkers(jobs), func(i int) {
+		j := &jobs[i]
+		j.info, j.appendTime, j.dup, j.err = b.appendProduced(j.lp, j.records, version, j.verification)
+	})
+}
+
+// appendWorkers is how many goroutines append a request's partitions. A
+// request's partitions are independent logs, so a large request's are
+// appended by up to GOMAXPROCS goroutines (issue 11: the append, a copy
+// into the page cache, is most of a Produce's handling, which its
+// connection waits for before it reads the next request). A request that
+// names a partition twice is appended by one, so that the partition's two
+// entries go in the request's order, as they would alone (an idempotent
+// producer's later sequence first would be refused as out of order).
+func appendWorkers(jobs []produceJob) int {
+	size := 0
+	for i := range jobs {
+		size += len(jobs[i].records)
+	}
+	if len(jobs) < 2 || size < parallelAppendBytes {
+		return 1
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(jobs))
+	if workers <= 1 {
+		return 1
+	}
+	seen := make(map[*localPartition]struct{}, len(jobs))
+	for i := range jobs {
+		if _, ok := seen[jobs[i].lp]; ok {
+			return 1
+		}
+		seen[jobs[i].lp] = struct{}{}
+	}
+	return workers
 }
 
 // appendProduced validates and appends one partition's records;
