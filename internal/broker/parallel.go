@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"fmt"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -19,9 +21,10 @@ const maxParallelSyncs = 32
 // returns once every call has. min(n, limit) goroutines take the calls in
 // turn, the caller's one of them, so a request of 2,000 partitions starts
 // limit-1 goroutines, not 2,000. A call that panics does not take the
-// process down from its own goroutine: the panic is raised again in the
-// caller's once the others have returned, where the request's recovery
-// (a connection's) catches it as it would have caught a call made there.
+// process down from its own goroutine: the first panic is raised again in
+// the caller's once the others have returned, as a callPanic holding the
+// panicking goroutine's stack, where the request's recovery (a
+// connection's) catches and logs it as it would a call made there.
 func inParallel(n, limit int, fn func(i int)) {
 	if n <= 1 || limit <= 1 {
 		for i := range n {
@@ -40,7 +43,7 @@ func inParallel(n, limit int, fn func(i int)) {
 			if r := recover(); r != nil {
 				mu.Lock()
 				if panicked == nil {
-					panicked = r
+					panicked = callPanic{value: r, stack: debug.Stack()}
 				}
 				mu.Unlock()
 			}
@@ -65,4 +68,17 @@ func inParallel(n, limit int, fn func(i int)) {
 	if panicked != nil {
 		panic(panicked)
 	}
+}
+
+// callPanic is a panic of an inParallel call, raised again in the caller:
+// the value the call panicked with, and the stack of the goroutine it
+// panicked on (the caller's own stack, which a recovery logs, shows only
+// the raise).
+type callPanic struct {
+	value any
+	stack []byte
+}
+
+func (p callPanic) String() string {
+	return fmt.Sprintf("%v\n\nthe panicking call's goroutine:\n%s", p.value, p.stack)
 }

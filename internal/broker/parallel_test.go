@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"fmt"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -27,19 +30,25 @@ func TestInParallel(t *testing.T) {
 		t.Fatalf("%d calls of %d, at most %d at once (limit %d)", done.Load(), n, peak.Load(), limit)
 	}
 
+	// The raised panic carries the stack of the call that panicked,
+	// down to the line of its panic.
 	done.Store(0)
 	var recovered any
+	var panicLine string
 	func() {
 		defer func() { recovered = recover() }()
 		inParallel(n, limit, func(i int) {
 			done.Add(1)
 			if i == 3 {
+				_, file, line, _ := runtime.Caller(0)
+				panicLine = fmt.Sprintf("%s:%d", file, line+2)
 				panic("call 3")
 			}
 		})
 	}()
-	if recovered != "call 3" || done.Load() != n {
-		t.Fatalf("recovered %v after %d calls; want the panic of call 3 after all %d", recovered, done.Load(), n)
+	if p, ok := recovered.(callPanic); !ok || p.value != "call 3" || !strings.Contains(string(p.stack), panicLine) ||
+		!strings.Contains(p.String(), "call 3") || done.Load() != n {
+		t.Fatalf("recovered %v after %d calls; want the panic of call 3, with its stack at %s, after all %d", recovered, done.Load(), panicLine, n)
 	}
 
 	// The last call's panic too is raised once the others have
@@ -56,7 +65,7 @@ func TestInParallel(t *testing.T) {
 			done.Add(1)
 		})
 	}()
-	if recovered != "the last call" || done.Load() != n-1 {
+	if p, ok := recovered.(callPanic); !ok || p.value != "the last call" || done.Load() != n-1 {
 		t.Fatalf("recovered %v after %d calls; want the last call's panic after the other %d", recovered, done.Load(), n-1)
 	}
 }
