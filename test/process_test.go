@@ -153,13 +153,35 @@ type Proc struct {
 // StartProc starts `samsa server` on a fresh data directory with the given
 // extra --override settings (name=value), and waits until it answers
 // ApiVersions. The child is killed when the test ends if it still runs; if
-// the test failed, the tail of each start's stderr is logged.
+// the test failed, the tail of each start's stderr is logged. With
+// SAMSA_TEST_LOGS=dir, the stderr files go to a new directory under dir,
+// named after the test, and outlive it.
 func StartProc(t testing.TB, overrides ...string) *Proc {
 	t.Helper()
-	p := &Proc{DataDir: t.TempDir(), logDir: t.TempDir(), Overrides: overrides}
+	p := &Proc{DataDir: t.TempDir(), logDir: keptLogDir(t), Overrides: overrides}
 	p.killOnCleanup(t)
 	p.start(t)
 	return p
+}
+
+// keptLogDir is a directory for a server's stderr files: a new one under
+// $SAMSA_TEST_LOGS that is kept when that is set, else the test's own
+// temporary one.
+func keptLogDir(t testing.TB) string {
+	t.Helper()
+	root := os.Getenv("SAMSA_TEST_LOGS")
+	if root == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(root, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server stderr kept in %s", dir)
+	return dir
 }
 
 func (p *Proc) running() bool {
