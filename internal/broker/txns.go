@@ -25,6 +25,7 @@ import (
 	"github.com/samsa-io/samsa/internal/group"
 	klog "github.com/samsa-io/samsa/internal/log"
 	"github.com/samsa-io/samsa/internal/records"
+	"github.com/samsa-io/samsa/internal/replica"
 	"github.com/samsa-io/samsa/internal/txn"
 )
 
@@ -325,6 +326,13 @@ func (b *Broker) writeMarkerLocally(ctx context.Context, s *coord.Snapshot, m tx
 	}
 	if err := lp.WaitCommitted(ctx, info.LeaderEpoch, info.LastOffset+1); err != nil {
 		return err
+	}
+	if !b.sessionLive() {
+		// Past its session's deadline, a peer may have fenced this
+		// broker and the controller elected another leader whose log
+		// lacks the marker: report nothing written, as Produce does, and
+		// the coordinator writes it again.
+		return replica.ErrNotLeader
 	}
 	if tp.Topic == group.OffsetsTopic {
 		b.groups.CompleteTxn(tp.Partition, info.LeaderEpoch, m.ProducerID, m.Commit, info.LastOffset)

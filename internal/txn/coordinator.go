@@ -93,7 +93,7 @@ var ErrPartitionGone = errors.New("txn: partition no longer exists")
 
 // ErrMarkerFenced: the leader refused the marker for a newer producer
 // epoch or coordinator epoch than its own: a newer coordinator owns the
-// transaction, and this one stops writing its markers.
+// transaction (this one retries, less often, until its shard is dropped).
 var ErrMarkerFenced = errors.New("txn: marker fenced by a newer producer or coordinator epoch")
 
 // Config is the coordinator's configuration (Kafka's transaction.* broker
@@ -422,8 +422,8 @@ func (c *Coordinator) finishLocked(sh *shard, t *txnMeta) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		if err := sh.store.WaitCommitted(sh.ctx, sh.epoch, end); err != nil {
-			return // not led here any more (or closing)
+		if !c.awaitPrepared(sh, t.id, end) {
+			return
 		}
 		if !c.writeAllMarkers(sh, t.id, m, parts) {
 			return
@@ -436,6 +436,38 @@ func (c *Coordinator) finishLocked(sh *shard, t *txnMeta) {
 			}
 		}
 	}()
+}
+
+// awaitPrepared waits until the shard's records below end, which hold a
+// transaction's PrepareCommit or PrepareAbort, are committed, and reports
+// whether they are (false: the shard was dropped). A failed wait is tried
+// again until the shard is dropped: the transaction is finishing, so
+// nothing else will finish it, and an ISR shrunk below
+// min.insync.replicas after the append, or a session deadline passed for
+// a moment, holds the prepare back only until the ISR grows back or the
+// session is renewed. A replica that stopped leading in the shard's epoch
+// fails every wait until the broker drops the shard.
+func (c *Coordinator) awaitPrepared(sh *shard, id string, end int64) bool {
+	warned := time.Time{}
+	for {
+		err := sh.store.WaitCommitted(sh.ctx, sh.epoch, end)
+		if err == nil {
+			return true
+		}
+		if sh.ctx.Err() != nil {
+			return false
+		}
+		if now := time.Now(); now.Sub(warned) > 10*time.Second {
+			warned = now
+			c.logger.Warn("transaction end not committed yet; waiting again", "transactional id", id,
+				"partition", sh.partition, "err", err)
+		}
+		select {
+		case <-sh.ctx.Done():
+			return false
+		case <-time.After(c.cfg.MarkerRetryBackoff):
+		}
+	}
 }
 
 // completeAfterMarkers writes the CompleteCommit or CompleteAbort of the
@@ -468,13 +500,17 @@ func (c *Coordinator) completeAfterMarkers(sh *shard, id string, m Marker) bool 
 }
 
 // writeAllMarkers writes m to every partition, retrying failures until all
-// are written (true), the shard is dropped or a leader reports a newer
-// coordinator (false).
+// are written (true) or the shard is dropped (false). A marker fenced by a
+// newer coordinator epoch or producer epoch is retried too, less often: a
+// newer coordinator means this broker no longer leads the shard's
+// partition and drops the shard soon; anything else fencing it is a fault
+// to report, not a reason to leave the transaction unfinished for good.
 func (c *Coordinator) writeAllMarkers(sh *shard, id string, m Marker, parts []TopicPartition) bool {
 	warned := time.Time{}
 	for len(parts) > 0 {
 		results := c.markers.WriteMarkers(sh.ctx, m, parts)
 		var retry []TopicPartition
+		fenced := false
 		for _, tp := range parts {
 			err, ok := results[tp]
 			switch {
@@ -482,16 +518,13 @@ func (c *Coordinator) writeAllMarkers(sh *shard, id string, m Marker, parts []To
 			case errors.Is(err, ErrPartitionGone):
 				c.logger.Info("dropping a transaction marker for a deleted partition", "transactional id", id,
 					"topic", tp.Topic, "partition", tp.Partition)
-			case errors.Is(err, ErrMarkerFenced):
-				c.logger.Warn("transaction marker fenced; leaving the transaction to its newer coordinator",
-					"transactional id", id, "topic", tp.Topic, "partition", tp.Partition, "err", err)
-				return false
 			default:
 				retry = append(retry, tp)
+				fenced = fenced || errors.Is(err, ErrMarkerFenced)
 				if now := time.Now(); now.Sub(warned) > 10*time.Second {
 					warned = now
 					c.logger.Warn("transaction marker not written yet; retrying", "transactional id", id,
-						"topic", tp.Topic, "partition", tp.Partition, "err", err)
+						"topic", tp.Topic, "partition", tp.Partition, "coordinator epoch", m.CoordinatorEpoch, "err", err)
 				}
 			}
 		}
@@ -499,14 +532,22 @@ func (c *Coordinator) writeAllMarkers(sh *shard, id string, m Marker, parts []To
 		if len(parts) == 0 {
 			return true
 		}
+		backoff := c.cfg.MarkerRetryBackoff
+		if fenced {
+			backoff = max(backoff, fencedMarkerBackoff)
+		}
 		select {
 		case <-sh.ctx.Done():
 			return false
-		case <-time.After(c.cfg.MarkerRetryBackoff):
+		case <-time.After(backoff):
 		}
 	}
 	return true
 }
+
+// fencedMarkerBackoff is the pause before markers are written again after
+// a leader fenced one (writeAllMarkers).
+const fencedMarkerBackoff = 5 * time.Second
 
 // Tick aborts the transactions that outlived their timeout and removes
 // the transactional ids that expired, each at its configured interval.

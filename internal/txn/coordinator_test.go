@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -19,6 +20,8 @@ type memStore struct {
 	mu   sync.Mutex
 	recs []records.KV
 	down error
+	// uncommitted, while set, is what WaitCommitted returns.
+	uncommitted error
 }
 
 func (s *memStore) Append(_ int32, recs []records.KV) (int64, error) {
@@ -31,7 +34,11 @@ func (s *memStore) Append(_ int32, recs []records.KV) (int64, error) {
 	return int64(len(s.recs)), nil
 }
 
-func (s *memStore) WaitCommitted(context.Context, int32, int64) error { return nil }
+func (s *memStore) WaitCommitted(context.Context, int32, int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.uncommitted
+}
 
 // MaxBatchBytes is the default max.message.bytes.
 func (s *memStore) MaxBatchBytes() int { return 1 << 20 }
@@ -252,6 +259,35 @@ func TestEndTxnStateTable(t *testing.T) {
 	h.waitState("a", StateCompleteAbort)
 	wantCode(t, "abort retried", h.c.EndTxn(ctx, "a", pid, epoch, false, false).Code, 0)
 	wantCode(t, "commit after abort", h.c.EndTxn(ctx, "a", pid, epoch, true, false).Code, kerr.InvalidTxnState.Code)
+}
+
+// A transaction end whose commit wait fails (the ISR shrank below
+// min.insync.replicas right after the PrepareCommit was appended) is
+// finished once the record commits: its markers are written and it
+// completes, instead of staying PrepareCommit, which would hold every
+// partition's last stable offset back for good.
+func TestEndFinishesOnceThePrepareCommits(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.init("a", -1, -1)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}, false), 0)
+	h.store.mu.Lock()
+	h.store.uncommitted = errors.New("not enough in-sync replicas after the append")
+	h.store.mu.Unlock()
+	wantCode(t, "commit while the ISR is short", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true, false).Code,
+		kerr.CoordinatorNotAvailable.Code)
+	if s := h.c.Describe("a").State; s != StatePrepareCommit {
+		t.Fatalf("state %v, want PrepareCommit", s)
+	}
+	h.store.mu.Lock()
+	h.store.uncommitted = nil
+	h.store.mu.Unlock()
+	h.waitState("a", StateCompleteCommit)
+	h.mk.mu.Lock()
+	defer h.mk.mu.Unlock()
+	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", r.ProducerID, r.Epoch)}; !slices.Equal(h.mk.written, want) {
+		t.Fatalf("markers %q, want %q", h.mk.written, want)
+	}
 }
 
 // An InitProducerId during an open transaction fences it: abort markers
