@@ -262,6 +262,27 @@ func (c *Coordinator) dropLocked(sh *shard) {
 // load replays a shard's partition and then serves it.
 func (c *Coordinator) load(ctx context.Context, sh *shard) {
 	start := c.cfg.Now()
+	for backoff := loadRetryBackoff; !c.loadOnce(ctx, sh, start); backoff = min(2*backoff, maxLoadRetryBackoff) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// loadRetryBackoff and maxLoadRetryBackoff pace the loads of a shard
+// after a failed one.
+const (
+	loadRetryBackoff    = 100 * time.Millisecond
+	maxLoadRetryBackoff = 5 * time.Second
+)
+
+// loadOnce replays the shard's partition once. It reports false when the
+// replay failed and must be tried again: the shard stays loading (its
+// groups get COORDINATOR_LOAD_IN_PROGRESS), since nothing else would load
+// it while this broker keeps leading the partition in the same epoch.
+func (c *Coordinator) loadOnce(ctx context.Context, sh *shard, start time.Time) bool {
 	groups := map[string]*group{}
 	get := func(id string) *group {
 		g, ok := groups[id]
@@ -350,12 +371,13 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shards[sh.partition] != sh {
-		return // resigned meanwhile
+		return true // resigned meanwhile
 	}
 	if err != nil {
-		c.logger.Error("loading groups failed", "partition", sh.partition, "err", err)
-		c.dropLocked(sh)
-		return
+		if ctx.Err() == nil {
+			c.logger.Error("loading groups failed; trying again", "partition", sh.partition, "epoch", sh.epoch, "err", err)
+		}
+		return false
 	}
 	now := c.cfg.Now()
 	for id, g := range groups {
@@ -384,6 +406,7 @@ func (c *Coordinator) load(ctx context.Context, sh *shard) {
 	}
 	c.logger.Info("loaded groups", "partition", sh.partition, "epoch", sh.epoch, "records", n, "end", end, "groups", len(groups),
 		"took", now.Sub(start).Round(time.Millisecond))
+	return true
 }
 
 // restoreGroup sets g's membership from its stored metadata; members

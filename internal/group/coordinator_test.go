@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,6 +103,32 @@ func TestLoadInProgress(t *testing.T) {
 		t.Fatalf("ListGroups after loading: %d", code)
 	}
 	wantCode(t, "JoinGroup after loading", h.join(joinReq("g", "", 3)).ErrorCode, 0)
+}
+
+// A failed load is tried again while the partition is led here: its
+// groups are served once a load succeeds, instead of the partition being
+// dropped until the next change of leadership.
+func TestLoadRetriedAfterFailure(t *testing.T) {
+	h := newHarness(t)
+	wantAll(t, "commit", h.commit(commitReq("g", "", -1, 8, commitPartition{topic: "t", offset: 5})), 0)
+	h.settle()
+	h.store.mu.Lock()
+	h.store.loadFailures = 4
+	h.store.mu.Unlock()
+	h.c.Elected(0, 2, 1, h.store)
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Group = "g"
+	wantCode(t, "OffsetFetch while the loads fail", h.c.FetchOffsets(of).ErrorCode, kerr.CoordinatorLoadInProgress.Code)
+	h.waitLoaded(0)
+	if got, code := h.fetch("g", "t/0"); code != 0 || got["t/0"].offset != 5 {
+		t.Fatalf("after the load: offset %+v (error %s), want 5", got, errName(code))
+	}
+	h.store.mu.Lock()
+	left := h.store.loadFailures
+	h.store.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d load failures left", left)
+	}
 }
 
 func TestNotCoordinator(t *testing.T) {
@@ -277,22 +304,27 @@ func TestResignedWhileLoading(t *testing.T) {
 	wantCode(t, "JoinGroup after resigning", h.join(joinReq("g", "", 3)).ErrorCode, kerr.NotCoordinator.Code)
 }
 
+// A load that keeps failing leaves the partition loading (retriable
+// COORDINATOR_LOAD_IN_PROGRESS) and is tried again until this broker
+// resigns the partition.
 func TestLoadFailure(t *testing.T) {
 	h := newHarness(t)
 	h.c.Resigned(0, 1)
-	h.c.Elected(0, 2, 1, &failingLoad{})
-	waitFor(t, "the failed load to drop the partition", func() bool {
-		h.c.mu.Lock()
-		defer h.c.mu.Unlock()
-		_, ok := h.c.shards[0]
-		return !ok
-	})
-	wantCode(t, "JoinGroup", h.join(joinReq("g", "", 3)).ErrorCode, kerr.NotCoordinator.Code)
+	st := &failingLoad{}
+	h.c.Elected(0, 2, 1, st)
+	waitFor(t, "a second load", func() bool { return st.loads.Load() >= 2 })
+	wantCode(t, "JoinGroup while the loads fail", h.join(joinReq("g", "", 3)).ErrorCode, kerr.CoordinatorLoadInProgress.Code)
+	h.c.Resigned(0, 2)
+	wantCode(t, "JoinGroup after resigning", h.join(joinReq("g", "", 3)).ErrorCode, kerr.NotCoordinator.Code)
 }
 
-type failingLoad struct{ memStore }
+type failingLoad struct {
+	memStore
+	loads atomic.Int32
+}
 
-func (*failingLoad) Load(context.Context, func(Record) error) (int64, error) {
+func (s *failingLoad) Load(context.Context, func(Record) error) (int64, error) {
+	s.loads.Add(1)
 	return 0, errStoreDown
 }
 

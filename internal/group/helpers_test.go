@@ -41,7 +41,9 @@ type memStore struct {
 	gates map[int64]*memGate
 	// loadGate, when set, holds Load until it is closed.
 	loadGate chan struct{}
-	appends  int
+	// loadFailures is how many Loads fail from now on.
+	loadFailures int
+	appends      int
 	// maxBatch is MaxBatchBytes (1048588 if 0).
 	maxBatch int
 	// down, when set, is what every Append returns.
@@ -167,6 +169,11 @@ func (s *memStore) Load(ctx context.Context, fn func(r Record) error) (int64, er
 		}
 	}
 	s.mu.Lock()
+	if s.loadFailures > 0 {
+		s.loadFailures--
+		s.mu.Unlock()
+		return 0, errors.New("read failed")
+	}
 	recs := append([]records.KV{}, s.recs...)
 	txn := maps.Clone(s.txn)
 	s.mu.Unlock()

@@ -300,6 +300,29 @@ func (c *Coordinator) dropLocked(sh *shard) {
 // markers of prepared transactions.
 func (c *Coordinator) load(sh *shard) {
 	start := c.cfg.Now()
+	for backoff := loadRetryBackoff; !c.loadOnce(sh, start); backoff = min(2*backoff, maxLoadRetryBackoff) {
+		select {
+		case <-sh.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// loadRetryBackoff and maxLoadRetryBackoff pace the loads of a shard
+// after a failed one.
+const (
+	loadRetryBackoff    = 100 * time.Millisecond
+	maxLoadRetryBackoff = 5 * time.Second
+)
+
+// loadOnce replays the shard's partition once. It reports false when the
+// replay failed and must be tried again: the shard stays loading (its
+// transactional ids get COORDINATOR_LOAD_IN_PROGRESS), since nothing else
+// would load it while this broker keeps leading the partition in the
+// same epoch, and its prepared transactions would never be finished nor
+// its open ones timed out.
+func (c *Coordinator) loadOnce(sh *shard, start time.Time) bool {
 	txns := map[string]*txnMeta{}
 	n := 0
 	end, err := sh.store.Load(sh.ctx, func(key, value []byte, recEnd int64) error {
@@ -320,12 +343,13 @@ func (c *Coordinator) load(sh *shard) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.shards[sh.partition] != sh {
-		return
+		return true
 	}
 	if err != nil {
-		c.logger.Error("loading transactions failed", "partition", sh.partition, "err", err)
-		c.dropLocked(sh)
-		return
+		if sh.ctx.Err() == nil {
+			c.logger.Error("loading transactions failed; trying again", "partition", sh.partition, "epoch", sh.epoch, "err", err)
+		}
+		return false
 	}
 	sh.txns, sh.loading = txns, false
 	for _, t := range txns {
@@ -335,6 +359,7 @@ func (c *Coordinator) load(sh *shard) {
 	}
 	c.logger.Info("loaded transactions", "partition", sh.partition, "epoch", sh.epoch, "records", n, "end", end,
 		"transactional ids", len(txns), "took", c.cfg.Now().Sub(start).Round(time.Millisecond))
+	return true
 }
 
 // lookupLocked finds the shard of a transactional id: NOT_COORDINATOR if

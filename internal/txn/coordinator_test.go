@@ -22,6 +22,8 @@ type memStore struct {
 	down error
 	// uncommitted, while set, is what WaitCommitted returns.
 	uncommitted error
+	// loadFailures is how many Loads fail from now on.
+	loadFailures int
 }
 
 func (s *memStore) Append(_ int32, recs []records.KV) (int64, error) {
@@ -45,6 +47,11 @@ func (s *memStore) MaxBatchBytes() int { return 1 << 20 }
 
 func (s *memStore) Load(_ context.Context, fn func(key, value []byte, end int64) error) (int64, error) {
 	s.mu.Lock()
+	if s.loadFailures > 0 {
+		s.loadFailures--
+		s.mu.Unlock()
+		return 0, errors.New("read failed")
+	}
 	recs := slices.Clone(s.recs)
 	s.mu.Unlock()
 	for i, r := range recs {
@@ -287,6 +294,37 @@ func TestEndFinishesOnceThePrepareCommits(t *testing.T) {
 	defer h.mk.mu.Unlock()
 	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", r.ProducerID, r.Epoch)}; !slices.Equal(h.mk.written, want) {
 		t.Fatalf("markers %q, want %q", h.mk.written, want)
+	}
+}
+
+// A failed load is tried again while the partition is led here: the
+// shard is served once a load succeeds, and the transaction it found
+// prepared is finished, instead of the shard being dropped until the next
+// change of leadership.
+func TestLoadRetriedAfterFailure(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.init("a", -1, -1)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}, false), 0)
+	// The commit's markers are held, so the state stays PrepareCommit, as
+	// a new coordinator finds it; then the partition changes epoch.
+	hold := make(chan struct{})
+	h.mk.mu.Lock()
+	h.mk.hold = hold
+	h.mk.mu.Unlock()
+	wantCode(t, "commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true, false).Code, 0)
+	h.store.mu.Lock()
+	h.store.loadFailures = 4
+	h.store.mu.Unlock()
+	h.c.Elected(0, 2, 1, h.store)
+	close(hold)
+	wantCode(t, "describe while the loads fail", h.c.Describe("a").Code, kerr.CoordinatorLoadInProgress.Code)
+	h.waitState("a", StateCompleteCommit)
+	h.store.mu.Lock()
+	left := h.store.loadFailures
+	h.store.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d load failures left", left)
 	}
 }
 
