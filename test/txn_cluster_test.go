@@ -1,7 +1,9 @@
 package test
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -55,9 +57,11 @@ func TestTransactionsETLFailover(t *testing.T) {
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }), kgo.MetadataMinAge(100 * time.Millisecond)}
 	errs := make(chan error, 3)
 	stop := make(chan struct{})
+	logs := newClientLogs(t)
 	for i := range 3 {
+		id := fmt.Sprintf("etlf-%d", i)
 		go func() {
-			errs <- etlWorker(t, ctx, seeds, "etlf", in, out, fmt.Sprintf("etlf-%d", i), stop, nil, fast...)
+			errs <- etlWorker(t, ctx, seeds, "etlf", in, out, id, stop, nil, append(slices.Clone(fast), logs.opt(id))...)
 		}()
 	}
 	progress := func(min int64) func() error {
@@ -101,7 +105,14 @@ func TestTransactionsETLFailover(t *testing.T) {
 		WaitFor(t, 90*time.Second, progress(2500))
 		c.Restart(leader)
 	}
-	got := consumeAll(t, ctx, seeds[0], out, n, kgo.ReadCommitted(), kgo.SeedBrokers(seeds...))
+	// Bounded apart from ctx, so that a shortfall leaves time for the
+	// last stable offsets' check below, which says where it is.
+	cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	got := consumeAll(t, cctx, seeds[0], out, n, kgo.ReadCommitted(), kgo.SeedBrokers(seeds...))
+	cancel()
+	if len(got) < n {
+		logGoroutines(t, "etlSession")
+	}
 	close(stop)
 	for range 3 {
 		if err := <-errs; err != nil {
@@ -110,6 +121,7 @@ func TestTransactionsETLFailover(t *testing.T) {
 	}
 	checkExactlyOnce(t, got, n)
 	// No transaction left open once the workers stopped.
+	ctx = testContext(t, 90*time.Second)
 	WaitFor(t, 60*time.Second, func() error {
 		hw, err := c.Admin().ListEndOffsets(ctx, out)
 		if err != nil {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,6 +197,55 @@ func etlWorker(t *testing.T, ctx context.Context, seeds []string, group, in, out
 		again, err := etlSession(t, ctx, txnID, stop, crash, opts)
 		if err != nil || !again {
 			return err
+		}
+	}
+}
+
+// clientLogs collects franz-go clients' logs in memory; a failed test
+// logs their tail. (A client may log after its test returned, which
+// t.Logf does not allow.)
+type clientLogs struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func newClientLogs(t *testing.T) *clientLogs {
+	l := &clientLogs{}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		tail := l.buf[max(0, len(l.buf)-64<<10):]
+		t.Logf("--- clients' log, last %d of %d bytes ---\n%s", len(tail), len(l.buf), tail)
+	})
+	return l
+}
+
+func (l *clientLogs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	return len(p), nil
+}
+
+// opt is the option that logs a client's messages at info level and above,
+// each line prefixed with the time and name.
+func (l *clientLogs) opt(name string) kgo.Opt {
+	return kgo.WithLogger(kgo.BasicLogger(l, kgo.LogLevelInfo, func() string {
+		return time.Now().Format("15:04:05.000 ") + name + " "
+	}))
+}
+
+// logGoroutines logs the stacks of the test's goroutines that run fn (a
+// function name), to show where a stuck worker waits.
+func logGoroutines(t *testing.T, fn string) {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, fn) {
+			t.Logf("goroutine running %s:\n%s", fn, g)
 		}
 	}
 }
