@@ -559,7 +559,7 @@ func (c *Coordinator) writeAllMarkers(sh *shard, id string, m Marker, parts []To
 		}
 		backoff := c.cfg.MarkerRetryBackoff
 		if fenced {
-			backoff = max(backoff, fencedMarkerBackoff)
+			backoff *= fencedMarkerBackoffFactor
 		}
 		select {
 		case <-sh.ctx.Done():
@@ -570,9 +570,10 @@ func (c *Coordinator) writeAllMarkers(sh *shard, id string, m Marker, parts []To
 	return true
 }
 
-// fencedMarkerBackoff is the pause before markers are written again after
-// a leader fenced one (writeAllMarkers).
-const fencedMarkerBackoff = 5 * time.Second
+// fencedMarkerBackoffFactor makes the pause before markers are written
+// again after a leader fenced one (writeAllMarkers) this many times
+// MarkerRetryBackoff: 5 s by default.
+const fencedMarkerBackoffFactor = 50
 
 // Tick aborts the transactions that outlived their timeout and removes
 // the transactional ids that expired, each at its configured interval.

@@ -97,6 +97,8 @@ type markers struct {
 	mu      sync.Mutex
 	written []string
 	hold    chan struct{}
+	// fence is how many WriteMarkers calls from now on are fenced.
+	fence int
 }
 
 func (m *markers) WriteMarkers(ctx context.Context, mk Marker, parts []TopicPartition) map[TopicPartition]error {
@@ -118,6 +120,13 @@ func (m *markers) WriteMarkers(ctx context.Context, mk Marker, parts []TopicPart
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.fence > 0 {
+		m.fence--
+		for _, tp := range parts {
+			out[tp] = fmt.Errorf("%w: TRANSACTION_COORDINATOR_FENCED", ErrMarkerFenced)
+		}
+		return out
+	}
 	for _, tp := range parts {
 		m.written = append(m.written, fmt.Sprintf("%s-%d pid %d epoch %d commit %v", tp.Topic, tp.Partition, mk.ProducerID, mk.ProducerEpoch, mk.Commit))
 		out[tp] = nil
@@ -138,6 +147,7 @@ func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, store: &memStore{}, mk: &markers{}, now: time.UnixMilli(1_700_000_000_000)}
 	cfg := DefaultConfig()
 	cfg.Partitions = 1
+	cfg.MarkerRetryBackoff = time.Millisecond
 	cfg.Now = func() time.Time { h.mu.Lock(); defer h.mu.Unlock(); return h.now }
 	h.c = New(cfg, &ids{next: 999}, h.mk)
 	t.Cleanup(h.c.Close)
@@ -294,6 +304,26 @@ func TestEndFinishesOnceThePrepareCommits(t *testing.T) {
 	defer h.mk.mu.Unlock()
 	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", r.ProducerID, r.Epoch)}; !slices.Equal(h.mk.written, want) {
 		t.Fatalf("markers %q, want %q", h.mk.written, want)
+	}
+}
+
+// A marker fenced while this coordinator still leads the partition is
+// written again (a fence by a newer coordinator drops the shard, which
+// stops it), instead of the transaction staying PrepareCommit for good.
+func TestFencedMarkerRetried(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	r := h.init("a", -1, -1)
+	wantCode(t, "add", h.c.AddPartitions(ctx, "a", r.ProducerID, r.Epoch, []TopicPartition{tp0}, false), 0)
+	h.mk.mu.Lock()
+	h.mk.fence = 2
+	h.mk.mu.Unlock()
+	wantCode(t, "commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true, false).Code, 0)
+	h.waitState("a", StateCompleteCommit)
+	h.mk.mu.Lock()
+	defer h.mk.mu.Unlock()
+	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", r.ProducerID, r.Epoch)}; h.mk.fence != 0 || !slices.Equal(h.mk.written, want) {
+		t.Fatalf("markers %q (%d fences left), want %q", h.mk.written, h.mk.fence, want)
 	}
 }
 
