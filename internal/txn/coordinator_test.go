@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,10 +129,31 @@ func (m *markers) WriteMarkers(ctx context.Context, mk Marker, parts []TopicPart
 		return out
 	}
 	for _, tp := range parts {
-		m.written = append(m.written, fmt.Sprintf("%s-%d pid %d epoch %d commit %v", tp.Topic, tp.Partition, mk.ProducerID, mk.ProducerEpoch, mk.Commit))
+		m.written = append(m.written, marker(fmt.Sprintf("%s-%d", tp.Topic, tp.Partition), mk.ProducerID, mk.ProducerEpoch, mk.Commit))
 		out[tp] = nil
 	}
 	return out
+}
+
+// marker is how markers records a marker written to the partition tp.
+func marker(tp string, pid int64, epoch int16, commit bool) string {
+	return fmt.Sprintf("%s pid %d epoch %d commit %v", tp, pid, epoch, commit)
+}
+
+// wantMarkers fails the test unless the markers written so far are want:
+// in the order given on each partition, in any order across partitions.
+func (h *harness) wantMarkers(want ...string) {
+	h.t.Helper()
+	h.mk.mu.Lock()
+	got := slices.Clone(h.mk.written)
+	h.mk.mu.Unlock()
+	want = slices.Clone(want)
+	byPartition := func(a, b string) int { return strings.Compare(strings.Fields(a)[0], strings.Fields(b)[0]) }
+	slices.SortStableFunc(got, byPartition)
+	slices.SortStableFunc(want, byPartition)
+	if !slices.Equal(got, want) {
+		h.t.Fatalf("markers %q, want %q", got, want)
+	}
 }
 
 type harness struct {
@@ -261,12 +283,7 @@ func TestEndTxnStateTable(t *testing.T) {
 	h.waitState("a", StateCompleteCommit)
 	wantCode(t, "commit retried after completion", h.c.EndTxn(ctx, "a", pid, epoch, true, false).Code, 0)
 	wantCode(t, "abort after commit", h.c.EndTxn(ctx, "a", pid, epoch, false, false).Code, kerr.InvalidTxnState.Code)
-	h.mk.mu.Lock()
-	written := slices.Clone(h.mk.written)
-	h.mk.mu.Unlock()
-	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", pid, epoch)}; !slices.Equal(written, want) {
-		t.Fatalf("markers %q, want %q", written, want)
-	}
+	h.wantMarkers(marker("t-0", pid, epoch, true))
 	if st := h.store.state(t, "a"); st.state != StateCompleteCommit || len(st.partitions) != 0 {
 		t.Fatalf("stored %+v", st)
 	}
@@ -300,11 +317,7 @@ func TestEndFinishesOnceThePrepareCommits(t *testing.T) {
 	h.store.uncommitted = nil
 	h.store.mu.Unlock()
 	h.waitState("a", StateCompleteCommit)
-	h.mk.mu.Lock()
-	defer h.mk.mu.Unlock()
-	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", r.ProducerID, r.Epoch)}; !slices.Equal(h.mk.written, want) {
-		t.Fatalf("markers %q, want %q", h.mk.written, want)
-	}
+	h.wantMarkers(marker("t-0", r.ProducerID, r.Epoch, true))
 }
 
 // A marker fenced while this coordinator still leads the partition is
@@ -320,10 +333,11 @@ func TestFencedMarkerRetried(t *testing.T) {
 	h.mk.mu.Unlock()
 	wantCode(t, "commit", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true, false).Code, 0)
 	h.waitState("a", StateCompleteCommit)
+	h.wantMarkers(marker("t-0", r.ProducerID, r.Epoch, true))
 	h.mk.mu.Lock()
 	defer h.mk.mu.Unlock()
-	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", r.ProducerID, r.Epoch)}; h.mk.fence != 0 || !slices.Equal(h.mk.written, want) {
-		t.Fatalf("markers %q (%d fences left), want %q", h.mk.written, h.mk.fence, want)
+	if h.mk.fence != 0 {
+		t.Fatalf("%d fences left, want 0", h.mk.fence)
 	}
 }
 
@@ -372,11 +386,7 @@ func TestInitFencesOpenTransaction(t *testing.T) {
 		t.Fatalf("init after the fence = %+v, want epoch %d", r2, r.Epoch+2)
 	}
 	wantCode(t, "zombie's EndTxn", h.c.EndTxn(ctx, "a", r.ProducerID, r.Epoch, true, false).Code, kerr.ProducerFenced.Code)
-	h.mk.mu.Lock()
-	defer h.mk.mu.Unlock()
-	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit false", r.ProducerID, r.Epoch+1)}; !slices.Equal(h.mk.written, want) {
-		t.Fatalf("markers %q, want %q", h.mk.written, want)
-	}
+	h.wantMarkers(marker("t-0", r.ProducerID, r.Epoch+1, false))
 }
 
 func TestTimeoutAbortAndExpiry(t *testing.T) {
@@ -444,13 +454,7 @@ func TestFailoverResumesMarkers(t *testing.T) {
 	h.mk.mu.Unlock()
 	h.elect(2)
 	h.waitState("a", StateCompleteCommit)
-	h.mk.mu.Lock()
-	defer h.mk.mu.Unlock()
-	slices.Sort(h.mk.written)
-	want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", r.ProducerID, r.Epoch), fmt.Sprintf("u-3 pid %d epoch %d commit true", r.ProducerID, r.Epoch)}
-	if !slices.Equal(h.mk.written, want) {
-		t.Fatalf("markers after failover %q, want %q", h.mk.written, want)
-	}
+	h.wantMarkers(marker("t-0", r.ProducerID, r.Epoch, true), marker("u-3", r.ProducerID, r.Epoch, true))
 }
 
 // A refused write changes nothing.
@@ -508,11 +512,8 @@ func TestEndTxnV2(t *testing.T) {
 		t.Fatalf("v2 abort with nothing open = %+v, want epoch %d", ab, epoch+2)
 	}
 	h.waitState("a", StateCompleteAbort)
-	h.mk.mu.Lock()
-	if want := []string{fmt.Sprintf("t-0 pid %d epoch %d commit true", pid, epoch), fmt.Sprintf("t-0 pid %d epoch %d commit false", pid, epoch+1)}; !slices.Equal(h.mk.written, want) {
-		t.Fatalf("markers %q, want %q (the bumped epochs; none for the empty abort)", h.mk.written, want)
-	}
-	h.mk.mu.Unlock()
+	// The bumped epochs; none for the empty abort.
+	h.wantMarkers(marker("t-0", pid, epoch, true), marker("t-0", pid, epoch+1, false))
 
 	// The last epoch: the end moves the producer to a new id.
 	h.c.mu.Lock()
@@ -532,7 +533,7 @@ func TestEndTxnV2(t *testing.T) {
 	}
 	h.mk.mu.Lock()
 	defer h.mk.mu.Unlock()
-	if last := h.mk.written[len(h.mk.written)-1]; last != fmt.Sprintf("t-0 pid %d epoch %d commit true", pid, exhaustedEpoch+1) {
+	if last := h.mk.written[len(h.mk.written)-1]; last != marker("t-0", pid, exhaustedEpoch+1, true) {
 		t.Fatalf("overflow marker %q, want the old id at epoch 32767", last)
 	}
 }
