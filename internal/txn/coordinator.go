@@ -93,7 +93,7 @@ var ErrPartitionGone = errors.New("txn: partition no longer exists")
 
 // ErrMarkerFenced: the leader refused the marker for a newer producer
 // epoch or coordinator epoch than its own: a newer coordinator owns the
-// transaction (this one retries, less often, until its shard is dropped).
+// transaction, and this one stops writing its markers.
 var ErrMarkerFenced = errors.New("txn: marker fenced by a newer producer or coordinator epoch")
 
 // Config is the coordinator's configuration (Kafka's transaction.* broker
@@ -525,17 +525,19 @@ func (c *Coordinator) completeAfterMarkers(sh *shard, id string, m Marker) bool 
 }
 
 // writeAllMarkers writes m to every partition, retrying failures until all
-// are written (true) or the shard is dropped (false). A marker fenced by a
-// newer coordinator epoch or producer epoch is retried too, less often: a
-// newer coordinator means this broker no longer leads the shard's
-// partition and drops the shard soon; anything else fencing it is a fault
-// to report, not a reason to leave the transaction unfinished for good.
+// are written (true) or the shard is dropped (false). A marker refused for
+// a newer coordinator epoch or producer epoch stops the writing (false), as
+// in Kafka: a newer coordinator owns the transaction, so this broker is
+// about to drop the shard, and its markers, written again after that (say
+// to a partition deleted and created again under the same name, which
+// knows nothing of the producer), could commit or abort what is not
+// theirs. The transaction stays finishing here until the shard is dropped;
+// the partition's next coordinator replays it.
 func (c *Coordinator) writeAllMarkers(sh *shard, id string, m Marker, parts []TopicPartition) bool {
 	warned := time.Time{}
 	for len(parts) > 0 {
 		results := c.markers.WriteMarkers(sh.ctx, m, parts)
 		var retry []TopicPartition
-		fenced := false
 		for _, tp := range parts {
 			err, ok := results[tp]
 			switch {
@@ -543,9 +545,13 @@ func (c *Coordinator) writeAllMarkers(sh *shard, id string, m Marker, parts []To
 			case errors.Is(err, ErrPartitionGone):
 				c.logger.Info("dropping a transaction marker for a deleted partition", "transactional id", id,
 					"topic", tp.Topic, "partition", tp.Partition)
+			case errors.Is(err, ErrMarkerFenced):
+				c.logger.Error("transaction marker fenced: a newer coordinator or producer epoch owns the transaction; "+
+					"its markers are left to the partition's next coordinator", "transactional id", id,
+					"topic", tp.Topic, "partition", tp.Partition, "coordinator epoch", m.CoordinatorEpoch, "err", err)
+				return false
 			default:
 				retry = append(retry, tp)
-				fenced = fenced || errors.Is(err, ErrMarkerFenced)
 				if now := time.Now(); now.Sub(warned) > 10*time.Second {
 					warned = now
 					c.logger.Warn("transaction marker not written yet; retrying", "transactional id", id,
@@ -557,23 +563,14 @@ func (c *Coordinator) writeAllMarkers(sh *shard, id string, m Marker, parts []To
 		if len(parts) == 0 {
 			return true
 		}
-		backoff := c.cfg.MarkerRetryBackoff
-		if fenced {
-			backoff *= fencedMarkerBackoffFactor
-		}
 		select {
 		case <-sh.ctx.Done():
 			return false
-		case <-time.After(backoff):
+		case <-time.After(c.cfg.MarkerRetryBackoff):
 		}
 	}
 	return true
 }
-
-// fencedMarkerBackoffFactor makes the pause before markers are written
-// again after a leader fenced one (writeAllMarkers) this many times
-// MarkerRetryBackoff: 5 s by default.
-const fencedMarkerBackoffFactor = 50
 
 // Tick aborts the transactions that outlived their timeout and removes
 // the transactional ids that expired, each at its configured interval.
