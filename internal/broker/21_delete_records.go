@@ -9,7 +9,7 @@ package broker
 // wholly below it; then the answer waits, at most TimeoutMillis, until
 // the partition's low watermark reaches that offset: the smallest log
 // start offset among its live replicas, which followers report in their
-// fetches and raise to the leader's as they fetch (replica.FollowLogStart,
+// fetches and raise to the leader's as they fetch (replica.AppendFromLeader,
 // up to their own high watermark). Each partition answers its low
 // watermark, or REQUEST_TIMED_OUT if it did not get there in time.
 //

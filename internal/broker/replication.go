@@ -456,10 +456,7 @@ func (f *fetcher) handle(lp *localPartition, epoch int32, rp *kmsg.FetchResponse
 		}
 		return err
 	}
-	if err := lp.AppendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark); err != nil {
-		return err
-	}
-	return lp.FollowLogStart(epoch, rp.LogStartOffset)
+	return lp.AppendFromLeader(epoch, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
 }
 
 // truncationAudit reads lp's log end and high watermark before a

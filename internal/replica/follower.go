@@ -120,11 +120,16 @@ func (p *Partition) lockFollower(epoch int32) error {
 // passed, with followMu held (tests force interleavings with it).
 var testHookFollowerChecked func()
 
-// AppendFromLeader appends batches fetched from the leader in epoch
-// (offsets and epochs as the leader assigned them), makes them durable when
-// the topic acknowledges only fsync'd data, and moves the high watermark to
-// min(leader's, own LEO). It fails with ErrRoleChanged if the replica no
-// longer follows in epoch.
+// AppendFromLeader applies one fetch answer from the leader in epoch: it
+// appends batches (offsets and epochs as the leader assigned them), makes
+// them durable when the topic acknowledges only fsync'd data, moves the
+// high watermark to min(leader's, own LEO), and moves the log start offset
+// up to the leader's (a DeleteRecords on the leader, or its retention), as
+// far as that high watermark: what it deletes is below what the leader
+// keeps, and never above what it knows to be committed. All of it happens
+// under one hold of followMu, so a role change comes before or after the
+// whole answer. It fails with ErrRoleChanged if the replica no longer
+// follows in epoch.
 //
 // It refuses (ErrImpossibleEpochs, nothing appended) batches that the
 // leader of epoch cannot have held: a batch of a later epoch, or epochs
@@ -134,7 +139,7 @@ var testHookFollowerChecked func()
 // follower reads the response, those may arrive in the old ones' place,
 // with valid CRCs (docs/storage.md, "Reading: zero copy"). The follower
 // fetches again.
-func (p *Partition) AppendFromLeader(epoch int32, batches []byte, leaderHighWatermark int64) error {
+func (p *Partition) AppendFromLeader(epoch int32, batches []byte, leaderHighWatermark, leaderLogStart int64) error {
 	if err := p.lockFollower(epoch); err != nil {
 		return err
 	}
@@ -158,19 +163,6 @@ func (p *Partition) AppendFromLeader(epoch int32, batches []byte, leaderHighWate
 		p.highWatermark.Store(hw)
 		p.log.ForgetReplicatedTxns(hw)
 	}
-	return nil
-}
-
-// FollowLogStart moves the follower's log start offset up to the
-// leader's (a DeleteRecords on the leader, or its retention), as far as
-// its own high watermark: what it deletes is below what the leader keeps,
-// and never above what it knows to be committed. It fails with
-// ErrRoleChanged if the replica no longer follows in epoch.
-func (p *Partition) FollowLogStart(epoch int32, leaderLogStart int64) error {
-	if err := p.lockFollower(epoch); err != nil {
-		return err
-	}
-	defer p.followMu.Unlock()
 	if start := min(leaderLogStart, p.highWatermark.Load()); start > p.log.StartOffset() {
 		return p.log.AdvanceStartOffset(start)
 	}

@@ -59,7 +59,7 @@ func leadershipMovesAndComesBack(t *testing.T, p *Partition) Appended {
 	if leo, err := p.TruncateToDivergence(2, 1, 0); err != nil || leo != 0 {
 		t.Fatalf("truncate at the divergence: LEO %d, %v; want 0", leo, err)
 	}
-	if err := p.AppendFromLeader(2, fetched(0, 8, 2), 8); err != nil {
+	if err := p.AppendFromLeader(2, fetched(0, 8, 2), 8, 0); err != nil {
 		t.Fatal(err)
 	}
 	if hw := p.HighWatermark(); hw != 8 {
@@ -162,7 +162,7 @@ func TestFollowerOperationsFencedByRoleChange(t *testing.T) {
 	if err := p.BecomeFollower(2, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.AppendFromLeader(2, fetched(0, 5, 2), 5); err != nil {
+	if err := p.AppendFromLeader(2, fetched(0, 5, 2), 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	// The fetcher sends a fetch in epoch 2; meanwhile the replica is made
@@ -181,7 +181,7 @@ func TestFollowerOperationsFencedByRoleChange(t *testing.T) {
 	if _, err := p.TruncateToDivergence(2, 1, 0); !errors.Is(err, ErrRoleChanged) {
 		t.Fatalf("stale divergence answer: %v, want ErrRoleChanged", err)
 	}
-	if err := p.AppendFromLeader(2, fetched(5, 2, 2), 7); !errors.Is(err, ErrRoleChanged) {
+	if err := p.AppendFromLeader(2, fetched(5, 2, 2), 7, 0); !errors.Is(err, ErrRoleChanged) {
 		t.Fatalf("stale records: %v, want ErrRoleChanged", err)
 	}
 	if err := p.TruncateFullyAndStartAt(2, 100); !errors.Is(err, ErrRoleChanged) {
@@ -212,7 +212,7 @@ func TestRoleChangeWaitsForFollowerOperation(t *testing.T) {
 	if err := p.BecomeFollower(2, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.AppendFromLeader(2, append(fetched(0, 3, 2), fetched(3, 2, 2)...), 0); err != nil {
+	if err := p.AppendFromLeader(2, append(fetched(0, 3, 2), fetched(3, 2, 2)...), 0, 0); err != nil {
 		t.Fatal(err)
 	}
 	checked, release := make(chan struct{}), make(chan struct{})
@@ -261,7 +261,7 @@ func TestFetchPositionCarriesItsEpoch(t *testing.T) {
 	if err := p.BecomeFollower(2, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.AppendFromLeader(2, fetched(0, 5, 2), 5); err != nil {
+	if err := p.AppendFromLeader(2, fetched(0, 5, 2), 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	pos, err := p.FetchPosition()
@@ -281,7 +281,7 @@ func TestFetchPositionCarriesItsEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The epoch-2 position is stale: its answer is refused in epoch 4.
-	if err := p.AppendFromLeader(pos.LeaderEpoch, fetched(5, 3, 4), 8); !errors.Is(err, ErrRoleChanged) {
+	if err := p.AppendFromLeader(pos.LeaderEpoch, fetched(5, 3, 4), 8, 0); !errors.Is(err, ErrRoleChanged) {
 		t.Fatalf("answer to the epoch-2 position applied in epoch 4: %v", err)
 	}
 	if pos, err := p.FetchPosition(); err != nil || pos != (FetchPos{LeaderEpoch: 4, Offset: 8, LastFetchedEpoch: 3}) {
@@ -386,12 +386,12 @@ func TestFetchPositionOnlyDurable(t *testing.T) {
 	if f := p.Log().FlushedOffset(); pos.Offset != 5 || f < pos.Offset || pos.LeaderEpoch != 2 {
 		t.Fatalf("fetch position %+v with %d flushed: reported more than is durable", pos, f)
 	}
-	if err := p.AppendFromLeader(2, fetched(5, 3, 2), 5); err != nil {
+	if err := p.AppendFromLeader(2, fetched(5, 3, 2), 5, 0); err != nil {
 		t.Fatal(err)
 	}
 	// A later append is left unflushed by a failed fsync.
 	fs.FailNextSync(".log", errors.New("injected sync failure"))
-	if err := p.AppendFromLeader(2, fetched(8, 2, 2), 8); err == nil {
+	if err := p.AppendFromLeader(2, fetched(8, 2, 2), 8, 0); err == nil {
 		t.Fatal("append whose flush failed succeeded")
 	}
 	if pos, err := p.FetchPosition(); err == nil {
@@ -456,14 +456,14 @@ func TestAppendFromLeaderRefusesImpossibleEpochs(t *testing.T) {
 		{"the new leader's batches before the old ones", concatBatches(fetched(0, 2, 7), fetched(2, 4, 6))},
 		{"epochs going down", concatBatches(fetched(0, 2, 6), fetched(2, 4, 5))},
 	} {
-		if err := p.AppendFromLeader(6, tt.batches, 6); !errors.Is(err, ErrImpossibleEpochs) {
+		if err := p.AppendFromLeader(6, tt.batches, 6, 0); !errors.Is(err, ErrImpossibleEpochs) {
 			t.Errorf("%s: %v, want ErrImpossibleEpochs", tt.name, err)
 		}
 		if leo := p.Log().EndOffset(); leo != 0 {
 			t.Fatalf("%s: LEO %d after a refused append, want 0", tt.name, leo)
 		}
 	}
-	if err := p.AppendFromLeader(6, concatBatches(fetched(0, 2, 5), fetched(2, 4, 6)), 6); err != nil {
+	if err := p.AppendFromLeader(6, concatBatches(fetched(0, 2, 5), fetched(2, 4, 6)), 6, 0); err != nil {
 		t.Fatalf("batches of epochs 5 and 6 from the leader of epoch 6: %v", err)
 	}
 	if leo := p.Log().EndOffset(); leo != 6 {
@@ -477,4 +477,36 @@ func concatBatches(bs ...[]byte) []byte {
 		out = append(out, b...)
 	}
 	return out
+}
+
+// A fetch answer moves the follower's log start up to the leader's (after a
+// DeleteRecords or retention there), but never past its own high
+// watermark, and an answer fetched in an epoch the replica no longer
+// follows in moves nothing.
+func TestAppendFromLeaderFollowsLogStart(t *testing.T) {
+	p, _ := newPartitionFS(t, 1)
+	if err := p.BecomeFollower(2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendFromLeader(2, fetched(0, 8, 2), 4, 3); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Log().StartOffset(); s != 3 {
+		t.Fatalf("log start %d, want the leader's 3", s)
+	}
+	if err := p.AppendFromLeader(2, nil, 5, 7); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Log().StartOffset(); s != 5 {
+		t.Fatalf("log start %d, want 5: the leader's 7, bounded by the high watermark", s)
+	}
+	if err := p.BecomeFollower(3, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendFromLeader(2, nil, 8, 8); !errors.Is(err, ErrRoleChanged) {
+		t.Fatalf("answer of epoch 2 while following in 3: %v, want ErrRoleChanged", err)
+	}
+	if s := p.Log().StartOffset(); s != 5 {
+		t.Fatalf("log start %d after a stale answer, want 5", s)
+	}
 }
