@@ -142,7 +142,9 @@ type shard struct {
 	// group's records (after a failover the loaded tail may stay
 	// uncommitted until the ISR grows back).
 	ends map[string]int64
-	// lateMarkers are the markers written while the shard loads.
+	// lateMarkers are the markers written since the shard's current load
+	// attempt started (an attempt reads the log up to its end at its
+	// start, so it holds every marker written before).
 	lateMarkers []lateMarker
 	// warnAt and warnsSuppressed rate-limit the shard's failure warnings.
 	warnAt          time.Time
@@ -160,9 +162,9 @@ type Coordinator struct {
 	cfg    Config
 	logger *slog.Logger
 
-	// writes counts the goroutines awaiting writes' commits; Close waits
-	// for them.
-	writes sync.WaitGroup
+	// bg counts the shards' loads and the goroutines awaiting writes'
+	// commits; Close waits for them.
+	bg sync.WaitGroup
 
 	mu     sync.Mutex
 	shards map[int32]*shard
@@ -223,8 +225,12 @@ func (c *Coordinator) Elected(partition, epoch, partitions int32, store Store) {
 	sh := &shard{partition: partition, epoch: epoch, store: store, loading: true, groups: map[string]*group{},
 		ends: map[string]int64{}, ctx: ctx, cancel: cancel}
 	c.shards[partition] = sh
+	c.bg.Add(1)
 	c.mu.Unlock()
-	go c.load(ctx, sh)
+	go func() {
+		defer c.bg.Done()
+		c.load(ctx, sh)
+	}()
 }
 
 // Resigned ends this broker's coordination of partition's groups (it no
@@ -237,14 +243,15 @@ func (c *Coordinator) Resigned(partition, epoch int32) {
 	}
 }
 
-// Close resigns everything and waits for the writes in flight to end.
+// Close resigns everything and waits for the loads and the writes in
+// flight to end.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
 	for _, sh := range c.shards {
 		c.dropLocked(sh)
 	}
 	c.mu.Unlock()
-	c.writes.Wait()
+	c.bg.Wait()
 }
 
 // dropLocked forgets a shard; its waiting requests get NOT_COORDINATOR.
@@ -283,6 +290,12 @@ const (
 // groups get COORDINATOR_LOAD_IN_PROGRESS), since nothing else would load
 // it while this broker keeps leading the partition in the same epoch.
 func (c *Coordinator) loadOnce(ctx context.Context, sh *shard, start time.Time) bool {
+	// Markers written so far are below the log end that Load starts
+	// from: this attempt replays them, so a shard whose loads keep
+	// failing holds only the markers of one attempt.
+	c.mu.Lock()
+	sh.lateMarkers = nil
+	c.mu.Unlock()
 	groups := map[string]*group{}
 	get := func(id string) *group {
 		g, ok := groups[id]
@@ -589,9 +602,9 @@ func (c *Coordinator) appendChangesLocked(sh *shard, changes []change, onWrite f
 func (c *Coordinator) awaitLocked(sh *shard, appended []change, end int64, onWrite func(code int16)) *write {
 	w := &write{done: make(chan struct{})}
 	c.inFlightWrites++
-	c.writes.Add(1)
+	c.bg.Add(1)
 	go func() {
-		defer c.writes.Done()
+		defer c.bg.Done()
 		ctx, cancel := context.WithTimeout(sh.ctx, c.cfg.CommitTimeout)
 		err := sh.store.WaitCommitted(ctx, sh.epoch, end)
 		cancel()

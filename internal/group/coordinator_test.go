@@ -131,6 +131,56 @@ func TestLoadRetriedAfterFailure(t *testing.T) {
 	}
 }
 
+// A shard whose loads keep failing keeps only the markers written since
+// its current attempt started: each attempt reads the log up to its end
+// at its start, so it replays the earlier ones itself (helper-63: the
+// list grew by one entry per marker for as long as the loads failed).
+func TestLateMarkersKeptForOneLoadAttempt(t *testing.T) {
+	h := newHarness(t)
+	steps := make(chan chan struct{})
+	h.store.mu.Lock()
+	h.store.loadFailures, h.store.loadSteps = 1000, steps
+	h.store.mu.Unlock()
+	lateMarkers := func() int {
+		h.c.mu.Lock()
+		defer h.c.mu.Unlock()
+		return len(h.c.shards[0].lateMarkers)
+	}
+	h.c.Elected(0, 2, 1, h.store)
+	first := <-steps
+	h.c.CompleteTxn(0, 2, 7, true, 3)
+	h.c.CompleteTxn(0, 2, 8, false, 4)
+	if n := lateMarkers(); n != 2 {
+		t.Fatalf("%d late markers while the first attempt runs, want 2", n)
+	}
+	close(first) // it fails
+	second := <-steps
+	if n := lateMarkers(); n != 0 {
+		t.Fatalf("%d late markers once the second attempt started, want 0 (it reads both)", n)
+	}
+	h.c.CompleteTxn(0, 2, 9, true, 5)
+	if n := lateMarkers(); n != 1 {
+		t.Fatalf("%d late markers after a marker written during the second attempt, want 1", n)
+	}
+	close(second)
+}
+
+// Close waits for a shard's load, which ends when the shard is dropped.
+func TestCloseWaitsForLoad(t *testing.T) {
+	cfg := testConfig(&fakeClock{now: time.UnixMilli(1_700_000_000_000)})
+	c := New(cfg)
+	steps := make(chan chan struct{})
+	st := &memStore{loadSteps: steps}
+	c.Elected(0, 1, 1, st)
+	<-steps // the load is under way, and stays so until dropped
+	c.Close()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.loadsReturned != 1 {
+		t.Fatalf("Close returned before the load: %d loads returned, want 1", st.loadsReturned)
+	}
+}
+
 func TestNotCoordinator(t *testing.T) {
 	h := newHarness(t)
 	// Partition 0 of 2 is led here: "group" is on partition 1 of 2

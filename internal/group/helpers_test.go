@@ -43,7 +43,13 @@ type memStore struct {
 	loadGate chan struct{}
 	// loadFailures is how many Loads fail from now on.
 	loadFailures int
-	appends      int
+	// loadSteps, when set, receives a channel from every Load (after
+	// loadGate), which then waits until that channel is closed: a test
+	// knows an attempt is under way and lets it go on.
+	loadSteps chan chan struct{}
+	// loadsReturned counts the Loads that returned.
+	loadsReturned int
+	appends       int
 	// maxBatch is MaxBatchBytes (1048588 if 0).
 	maxBatch int
 	// down, when set, is what every Append returns.
@@ -158,12 +164,33 @@ func (s *memStore) AppendTxn(epoch int32, pid int64, _ int16, _ uint64, recs []r
 }
 
 func (s *memStore) Load(ctx context.Context, fn func(r Record) error) (int64, error) {
+	defer func() {
+		s.mu.Lock()
+		s.loadsReturned++
+		s.mu.Unlock()
+	}()
 	s.mu.Lock()
 	gate := s.loadGate
 	s.mu.Unlock()
 	if gate != nil {
 		select {
 		case <-gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	steps := s.loadSteps
+	s.mu.Unlock()
+	if steps != nil {
+		proceed := make(chan struct{})
+		select {
+		case steps <- proceed:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		select {
+		case <-proceed:
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
