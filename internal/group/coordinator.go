@@ -168,6 +168,8 @@ type Coordinator struct {
 
 	mu     sync.Mutex
 	shards map[int32]*shard
+	// closed is set by Close: Elected starts nothing after it.
+	closed bool
 	// inFlightWrites counts the writes whose outcome is not known yet.
 	inFlightWrites int
 	// partitions is the partition count of __consumer_offsets (Elected
@@ -213,6 +215,10 @@ func PartitionFor(groupID string, n int32) int32 {
 // (store.Load) in the background and serves its groups once that is done.
 func (c *Coordinator) Elected(partition, epoch, partitions int32, store Store) {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
 	c.partitions = partitions
 	if sh, ok := c.shards[partition]; ok {
 		if sh.epoch >= epoch {
@@ -244,9 +250,10 @@ func (c *Coordinator) Resigned(partition, epoch int32) {
 }
 
 // Close resigns everything and waits for the loads and the writes in
-// flight to end.
+// flight to end. The coordinator leads nothing after it.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
+	c.closed = true
 	for _, sh := range c.shards {
 		c.dropLocked(sh)
 	}

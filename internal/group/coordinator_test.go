@@ -165,6 +165,39 @@ func TestLateMarkersKeptForOneLoadAttempt(t *testing.T) {
 	close(second)
 }
 
+// A marker written while a load attempt runs and fails is applied by the
+// next attempt, which reads it from the log: the transaction's offsets
+// are committed once the shard is served.
+func TestMarkerWrittenDuringFailedLoadIsApplied(t *testing.T) {
+	h := newHarness(t)
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = 3
+	req.TransactionalID, req.Group = "tx", "g"
+	req.ProducerID, req.ProducerEpoch, req.Generation = 7, 0, -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 10
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := h.c.StartTxnCommitOffsets(req, 1)(context.Background())
+	wantCode(t, "TxnOffsetCommit", resp.Topics[0].Partitions[0].ErrorCode, 0)
+
+	steps := make(chan chan struct{})
+	h.store.mu.Lock()
+	h.store.loadFailures, h.store.loadSteps = 1, steps
+	h.store.mu.Unlock()
+	h.c.Elected(0, 2, 1, h.store)
+	first := <-steps
+	h.c.CompleteTxn(0, 2, 7, true, h.store.appendMarker(7, true))
+	close(first) // it fails
+	close(<-steps)
+	h.waitLoaded(0)
+	if got, code := h.fetch("g", "t/0"); code != 0 || got["t/0"].offset != 10 {
+		t.Fatalf("after the load: offset %+v (error %s), want 10 (committed by the marker)", got, errName(code))
+	}
+}
+
 // Close waits for a shard's load, which ends when the shard is dropped.
 func TestCloseWaitsForLoad(t *testing.T) {
 	cfg := testConfig(&fakeClock{now: time.UnixMilli(1_700_000_000_000)})
@@ -178,6 +211,15 @@ func TestCloseWaitsForLoad(t *testing.T) {
 	defer st.mu.Unlock()
 	if st.loadsReturned != 1 {
 		t.Fatalf("Close returned before the load: %d loads returned, want 1", st.loadsReturned)
+	}
+	st.mu.Unlock()
+	c.Elected(0, 2, 1, st) // after Close: nothing is led, nothing loads
+	c.mu.Lock()
+	n := len(c.shards)
+	c.mu.Unlock()
+	st.mu.Lock()
+	if n != 0 || st.loadsReturned != 1 {
+		t.Fatalf("Elected after Close: %d shards, %d loads, want none", n, st.loadsReturned-1)
 	}
 }
 

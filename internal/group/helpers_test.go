@@ -59,6 +59,9 @@ type memStore struct {
 	// txn maps the index of a record appended with AppendTxn to its
 	// producer.
 	txn map[int]int64
+	// markers maps the index of a marker appended with appendMarker to
+	// it (its pid and commit; its offset is the index).
+	markers map[int]lateMarker
 }
 
 type memGate struct {
@@ -202,9 +205,15 @@ func (s *memStore) Load(ctx context.Context, fn func(r Record) error) (int64, er
 		return 0, errors.New("read failed")
 	}
 	recs := append([]records.KV{}, s.recs...)
-	txn := maps.Clone(s.txn)
+	txn, markers := maps.Clone(s.txn), maps.Clone(s.markers)
 	s.mu.Unlock()
 	for i, r := range recs {
+		if m, ok := markers[i]; ok {
+			if err := fn(Record{End: int64(i + 1), ProducerID: m.pid, Marker: true, Commit: m.commit}); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		pid, ok := txn[i]
 		if !ok {
 			pid = -1
@@ -214,6 +223,20 @@ func (s *memStore) Load(ctx context.Context, fn func(r Record) error) (int64, er
 		}
 	}
 	return int64(len(recs)), nil
+}
+
+// appendMarker appends the marker of producer pid's transaction and
+// returns its offset, as the broker does before CompleteTxn.
+func (s *memStore) appendMarker(pid int64, commit bool) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.markers == nil {
+		s.markers = map[int]lateMarker{}
+	}
+	off := len(s.recs)
+	s.recs = append(s.recs, records.KV{})
+	s.markers[off] = lateMarker{pid: pid, commit: commit, offset: int64(off)}
+	return int64(off)
 }
 
 // fail makes the next Appends fail with errs (nothing is appended).

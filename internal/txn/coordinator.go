@@ -206,8 +206,10 @@ type Coordinator struct {
 	// waits for them.
 	bg sync.WaitGroup
 
-	mu         sync.Mutex
-	shards     map[int32]*shard
+	mu     sync.Mutex
+	shards map[int32]*shard
+	// closed is set by Close: Elected starts nothing after it.
+	closed     bool
 	partitions int32
 	lastAbort  time.Time
 	lastRemove time.Time
@@ -254,6 +256,9 @@ func PartitionFor(id string, n int32) int32 {
 func (c *Coordinator) Elected(partition, epoch, partitions int32, store Store) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	c.partitions = partitions
 	if sh, ok := c.shards[partition]; ok {
 		if sh.epoch >= epoch {
@@ -281,9 +286,11 @@ func (c *Coordinator) Resigned(partition, epoch int32) {
 	}
 }
 
-// Close resigns everything and waits for its goroutines.
+// Close resigns everything and waits for its goroutines. The
+// coordinator leads nothing after it.
 func (c *Coordinator) Close() {
 	c.mu.Lock()
+	c.closed = true
 	for _, sh := range c.shards {
 		c.dropLocked(sh)
 	}

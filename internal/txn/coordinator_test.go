@@ -540,3 +540,18 @@ func TestEndTxnV2(t *testing.T) {
 		t.Fatalf("overflow marker %q, want the old id at epoch 32767", last)
 	}
 }
+
+// After Close the coordinator leads nothing: a late Elected starts no load
+// that Close would not wait for.
+func TestElectedAfterCloseLeadsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.c.Close()
+	h.c.Elected(0, 2, 1, h.store)
+	h.c.mu.Lock()
+	n := len(h.c.shards)
+	h.c.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d shards led after Close, want 0", n)
+	}
+	wantCode(t, "describe after Close", h.c.Describe("a").Code, kerr.NotCoordinator.Code)
+}
