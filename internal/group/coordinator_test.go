@@ -170,17 +170,7 @@ func TestLateMarkersKeptForOneLoadAttempt(t *testing.T) {
 // are committed once the shard is served.
 func TestMarkerWrittenDuringFailedLoadIsApplied(t *testing.T) {
 	h := newHarness(t)
-	req := kmsg.NewPtrTxnOffsetCommitRequest()
-	req.Version = 3
-	req.TransactionalID, req.Group = "tx", "g"
-	req.ProducerID, req.ProducerEpoch, req.Generation = 7, 0, -1
-	rt := kmsg.NewTxnOffsetCommitRequestTopic()
-	rt.Topic = "t"
-	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = 0, 10
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp := h.c.StartTxnCommitOffsets(req, 1)(context.Background())
+	resp := h.c.StartTxnCommitOffsets(txnCommitReq(3, 7, 10), 1)(context.Background())
 	wantCode(t, "TxnOffsetCommit", resp.Topics[0].Partitions[0].ErrorCode, 0)
 
 	steps := make(chan chan struct{})

@@ -26,17 +26,7 @@ func TestTxnCommitAppendAfterMarkerCode(t *testing.T) {
 	} {
 		h := newHarness(t)
 		h.store.fail(ErrTxnState)
-		req := kmsg.NewPtrTxnOffsetCommitRequest()
-		req.Version = tc.version
-		req.TransactionalID, req.Group = "tx", "g"
-		req.ProducerID, req.ProducerEpoch, req.Generation = 7, 0, -1
-		rt := kmsg.NewTxnOffsetCommitRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset = 0, 10
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp := h.c.StartTxnCommitOffsets(req, 1)(context.Background())
+		resp := h.c.StartTxnCommitOffsets(txnCommitReq(tc.version, 7, 10), 1)(context.Background())
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 			t.Fatalf("v%d: response %+v", tc.version, resp)
 		}
@@ -44,4 +34,21 @@ func TestTxnCommitAppendAfterMarkerCode(t *testing.T) {
 			t.Errorf("v%d: error %v, want %v", tc.version, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 		}
 	}
+}
+
+// txnCommitReq is a TxnOffsetCommit of version v by transactional id
+// "tx", producer pid at epoch 0, of offset for t/0 in group "g" (no
+// generation).
+func txnCommitReq(v int16, pid, offset int64) *kmsg.TxnOffsetCommitRequest {
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = v
+	req.TransactionalID, req.Group = "tx", "g"
+	req.ProducerID, req.ProducerEpoch, req.Generation = pid, 0, -1
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
 }
